@@ -1,0 +1,107 @@
+/**
+ * The service's configuration: read once at boot from the environment and
+ * validated with zod. A bad value stops the boot with a message naming it.
+ * Empty strings count as unset, so `FOO=` in a .env file means "default".
+ */
+import { isAbsolute, resolve } from 'node:path';
+import { z } from 'zod';
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const ZBoolean = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => ['true', '1', 'yes'].includes(v));
+
+const UNITS: Record<string, number> = { b: 1, kb: 1024, mb: 1024 ** 2, gb: 1024 ** 3 };
+
+/** A byte count: `1048576`, `512kb`, `1mb` (binary units, as express's body parser reads them). */
+const ZBytes = z
+  .string()
+  .regex(/^\d+(\.\d+)?\s*(b|kb|mb|gb)?$/i, 'must be a byte count such as 1048576, 512kb or 1mb')
+  .transform((v) => {
+    const m = /^(\d+(?:\.\d+)?)\s*(b|kb|mb|gb)?$/i.exec(v)!;
+    return Math.floor(Number(m[1]) * UNITS[(m[2] ?? 'b').toLowerCase()]!);
+  })
+  .pipe(z.number().int().min(1, 'must be at least 1 byte'));
+
+const ZPath = z.string().transform((p) => (isAbsolute(p) ? p : resolve(process.cwd(), p)));
+
+export const ZConfig = z.object({
+  NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(3000),
+  HOST: z.string().default('0.0.0.0'),
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  DATA_DIR: ZPath.default('.data'),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  MIGRATE_ON_START: ZBoolean.default(true),
+  BODY_LIMIT: ZBytes.default(1024 * 1024),
+  RESOURCE_MAX_BYTES: ZBytes.default(262144),
+  TOOLS_DIR: ZPath.optional(),
+  TOOLS_HOT_RELOAD: ZBoolean.optional(),
+  EXPORT_DIR: ZPath.optional(),
+  ROUTER_MIN_CONFIDENCE: z.coerce.number().min(0).max(1).default(0.8),
+  DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /** How long in-flight requests get to finish after SIGTERM; shorter than
+   * Docker's default 10 s stop timeout so the database closes cleanly. */
+  SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600000).default(8000),
+});
+
+export type TConfigInput = z.input<typeof ZConfig>;
+
+export interface Config {
+  nodeEnv: 'development' | 'production' | 'test';
+  port: number;
+  host: string;
+  databaseUrl: string | undefined;
+  dataDir: string;
+  logLevel: (typeof LOG_LEVELS)[number];
+  migrateOnStart: boolean;
+  bodyLimit: number;
+  resourceMaxBytes: number;
+  toolsDir: string | undefined;
+  toolsHotReload: boolean;
+  exportDir: string;
+  routerMinConfidence: number;
+  dbPoolSize: number;
+  shutdownGraceMs: number;
+}
+
+export class ConfigError extends Error {
+  constructor(public readonly issues: string[]) {
+    super(`Invalid configuration:\n${issues.map((i) => `  - ${i}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | undefined>): Config {
+  const raw: Record<string, string> = {};
+  for (const key of Object.keys(ZConfig.shape)) {
+    const value = env[key];
+    if (value !== undefined && value.trim() !== '') raw[key] = value.trim();
+  }
+  const parsed = ZConfig.safeParse(raw);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message} (got ${JSON.stringify(raw[String(i.path[0])])})`),
+    );
+  }
+  const c = parsed.data;
+  return {
+    nodeEnv: c.NODE_ENV,
+    port: c.PORT,
+    host: c.HOST,
+    databaseUrl: c.DATABASE_URL,
+    dataDir: c.DATA_DIR,
+    logLevel: c.LOG_LEVEL,
+    migrateOnStart: c.MIGRATE_ON_START,
+    bodyLimit: c.BODY_LIMIT,
+    resourceMaxBytes: c.RESOURCE_MAX_BYTES,
+    toolsDir: c.TOOLS_DIR,
+    toolsHotReload: c.TOOLS_HOT_RELOAD ?? c.NODE_ENV !== 'production',
+    exportDir: c.EXPORT_DIR ?? resolve(c.DATA_DIR, 'exports'),
+    routerMinConfidence: c.ROUTER_MIN_CONFIDENCE,
+    dbPoolSize: c.DB_POOL_SIZE,
+    shutdownGraceMs: c.SHUTDOWN_GRACE_MS,
+  };
+}
