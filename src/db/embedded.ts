@@ -3,6 +3,8 @@
  * (PGlite, data under DATA_DIR) served over a local TCP socket so that `pg`,
  * Prisma's adapter and the migration engine all talk to it like to any server.
  */
+import { PGlite } from '@electric-sql/pglite';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config';
@@ -21,8 +23,6 @@ export async function openDatabaseServer(
   if (config.databaseUrl) {
     return { connectionString: config.databaseUrl, embedded: false, close: async () => undefined };
   }
-  const { PGlite } = await import('@electric-sql/pglite');
-  const { PGLiteSocketServer } = await import('@electric-sql/pglite-socket');
   const dataDir = join(config.dataDir, 'pgdata');
   mkdirSync(dataDir, { recursive: true });
   const db = await PGlite.create({ dataDir });

@@ -1,40 +1,77 @@
 /**
  * `npm run db:migrate [-- --to NAME]`: applies pending migrations to the
- * database of DATABASE_URL, or to the embedded one under DATA_DIR when it is unset.
- * `npm run db:diff`: prints the SQL that would bring the migrations up to
- * schema.prisma (nothing when they agree); needs a server that allows
- * CREATE DATABASE for its temporary shadow database.
+ * database of DATABASE_URL, or to the embedded one under DATA_DIR when it is
+ * unset, and stops after migration directory NAME when given.
+ *
+ * `npm run db:diff [-- --check]`: prints the SQL that would bring a database
+ * migrated with every migration up to prisma/schema.prisma; nothing when they
+ * agree. With DATABASE_URL it uses a temporary shadow database on that server
+ * (CREATE DATABASE rights needed); without, a temporary in-memory embedded
+ * Postgres. `--check` exits 1 when there is a difference.
  */
 import { parseArgs } from 'node:util';
+import { PGlite } from '@electric-sql/pglite';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
 import { loadConfig } from '../config';
-import { applyMigrations, diffMigrationsToSchema } from './migrator';
 import { openDatabaseServer } from './embedded';
+import { applyMigrations, diffDatabaseToSchema, diffMigrationsToSchema } from './migrator';
 
-async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: { to: { type: 'string' }, diff: { type: 'boolean', default: false } },
-    strict: true,
-  });
+const log = (m: string): void => void process.stderr.write(`${m}\n`);
+
+async function migrate(to: string | undefined): Promise<void> {
   const config = loadConfig(process.env);
-  const server = await openDatabaseServer(config, (m) => process.stderr.write(`${m}\n`));
+  const server = await openDatabaseServer(config, log);
   try {
-    if (values.diff) {
-      const sql = await diffMigrationsToSchema({ connectionString: server.connectionString });
-      process.stdout.write(sql.trim() === '' || /empty migration/i.test(sql) ? '' : sql);
-      return;
-    }
-    const report = await applyMigrations({ connectionString: server.connectionString, to: values.to });
-    if (report.applied.length === 0) {
-      process.stdout.write('Database is up to date; no migration applied.\n');
-    } else {
-      for (const name of report.applied) process.stdout.write(`Applied ${name}\n`);
-    }
+    const report = await applyMigrations({ connectionString: server.connectionString, to });
+    if (report.applied.length === 0) process.stdout.write('Database is up to date; no migration applied.\n');
+    for (const name of report.applied) process.stdout.write(`Applied ${name}\n`);
   } finally {
     await server.close();
   }
 }
 
+async function diffOnScratchEmbedded(): Promise<string> {
+  const db = await PGlite.create();
+  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 8 });
+  await server.start();
+  try {
+    const connectionString = `postgresql://postgres:postgres@${server.getServerConn()}/postgres?sslmode=disable`;
+    await applyMigrations({ connectionString });
+    return await diffDatabaseToSchema({ connectionString });
+  } finally {
+    await server.stop();
+    await db.close();
+  }
+}
+
+async function diff(check: boolean): Promise<void> {
+  const config = loadConfig(process.env);
+  const raw = config.databaseUrl
+    ? await diffMigrationsToSchema({ connectionString: config.databaseUrl })
+    : await diffOnScratchEmbedded();
+  // The engine says "-- This is an empty migration." when there is nothing to do.
+  const sql = raw.replace(/^-- This is an empty migration\.\s*$/m, '').trim();
+  if (sql !== '') process.stdout.write(`${sql}\n`);
+  if (check && sql !== '') {
+    log('prisma/schema.prisma and prisma/migrations disagree: add a migration with the SQL above.');
+    process.exitCode = 1;
+  }
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      to: { type: 'string' },
+      diff: { type: 'boolean', default: false },
+      check: { type: 'boolean', default: false },
+    },
+    strict: true,
+  });
+  if (values.diff) await diff(values.check);
+  else await migrate(values.to);
+}
+
 main().catch((err: unknown) => {
-  process.stderr.write(`db:migrate failed: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
+  log(`db:migrate failed: ${err instanceof Error ? err.message : String(err)}`);
+  process.exitCode = 1;
 });

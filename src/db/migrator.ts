@@ -15,7 +15,15 @@ import {
   ColumnTypeEnum,
   type SqlQueryable,
 } from '@prisma/driver-adapter-utils';
-import type * as EngineBg from '@prisma/schema-engine-wasm/schema_engine_bg';
+import type * as EngineBg from '@prisma/schema-engine-wasm/schema_engine_bg' with { 'resolution-mode': 'import' };
+
+/** The slice of the WebAssembly API used here (Node has it; @types/node 20 does not declare it). */
+declare const WebAssembly: {
+  instantiate(
+    bytes: Uint8Array,
+    imports: Record<string, unknown>,
+  ): Promise<{ instance: { exports: Record<string, unknown> } }>;
+};
 
 type SchemaEngine = EngineBg.SchemaEngine;
 type MigrationList = Parameters<SchemaEngine['applyMigrations']>[0]['migrationsList'];
@@ -36,14 +44,14 @@ function loadEngineModule(): Promise<typeof EngineBg> {
     // Node >= 20.19 loads this ES module through require().
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const bg = require('@prisma/schema-engine-wasm/schema_engine_bg') as typeof EngineBg & {
-      __wbg_set_wasm(exports: WebAssembly.Exports): void;
+      __wbg_set_wasm(exports: Record<string, unknown>): void;
     };
     const wasmPath = join(
       resolve(require.resolve('@prisma/schema-engine-wasm/schema_engine_bg'), '..'),
       'schema_engine_bg.wasm',
     );
     const { instance } = await WebAssembly.instantiate(readFileSync(wasmPath), {
-      './schema_engine_bg.js': bg as unknown as WebAssembly.ModuleImports,
+      './schema_engine_bg.js': withUnrefTimers(bg as unknown as Record<string, unknown>),
     });
     // The engine reports a Rust panic's message through this global before it throws.
     (globalThis as Record<string, unknown>).PRISMA_WASM_PANIC_REGISTRY ??= {
@@ -54,6 +62,23 @@ function loadEngineModule(): Promise<typeof EngineBg> {
     return bg;
   })();
   return engineModule;
+}
+
+/**
+ * The engine arms timers (idle timeouts) that would keep a finished CLI
+ * process alive for ~10 s; they are unref'd so they never hold the process.
+ */
+function withUnrefTimers(bg: Record<string, unknown>): Record<string, unknown> {
+  const imports = { ...bg };
+  for (const [name, fn] of Object.entries(bg)) {
+    if (!name.startsWith('__wbg_setTimeout_') || typeof fn !== 'function') continue;
+    imports[name] = (...args: unknown[]) => {
+      const timer: unknown = (fn as (...a: unknown[]) => unknown)(...args);
+      (timer as { unref?: () => void } | undefined)?.unref?.();
+      return timer;
+    };
+  }
+  return imports;
 }
 
 export interface MigrationOptions {
@@ -237,6 +262,25 @@ export async function diffMigrationsToSchema(opts: MigrationOptions): Promise<st
     const result = await engine.diff({
       from: { tag: 'migrations', ...migrationList(migrationsDir, listMigrationDirs(migrationsDir)) },
       to: { tag: 'schemaDatamodel', files: [{ path: schemaPath, content: readFileSync(schemaPath, 'utf8') }] },
+      script: true,
+      exitCode: null,
+      filters: { externalTables: [], externalEnums: [] },
+    });
+    return result.stdout ?? '';
+  });
+}
+
+/**
+ * The SQL that would bring the connected database up to schema.prisma: empty
+ * when they agree. Needs no shadow database.
+ */
+export async function diffDatabaseToSchema(opts: MigrationOptions): Promise<string> {
+  const schemaPath = opts.schemaPath ?? DEFAULT_SCHEMA_PATH;
+  const files = [{ path: schemaPath, content: readFileSync(schemaPath, 'utf8') }];
+  return withEngine(opts, async (engine) => {
+    const result = await engine.diff({
+      from: { tag: 'schemaDatasource', files, configDir: PROJECT_ROOT },
+      to: { tag: 'schemaDatamodel', files },
       script: true,
       exitCode: null,
       filters: { externalTables: [], externalEnums: [] },

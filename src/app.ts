@@ -1,0 +1,46 @@
+/**
+ * buildApp(services) builds the express app and never listens: only the
+ * entry file (server.ts) binds a port; tests use the factory with supertest.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import express, { type Express } from 'express';
+import swaggerUi from 'swagger-ui-express';
+import { PROJECT_ROOT } from './db/migrator';
+import { RegisterRoutes } from './generated/routes';
+import { errorHandler, notFound, requestLogging } from './http/middleware';
+import type { Services } from './services';
+
+export const OPENAPI_PATH = join(PROJECT_ROOT, 'openapi', 'openapi.json');
+
+let cachedSpec: { text: string; json: object } | undefined;
+/** The committed spec, served byte for byte. */
+function openapiSpec(): { text: string; json: object } {
+  if (!cachedSpec) {
+    const text = readFileSync(OPENAPI_PATH, 'utf8');
+    cachedSpec = { text, json: JSON.parse(text) as object };
+  }
+  return cachedSpec;
+}
+
+export function buildApp(services: Services): Express {
+  const app = express();
+  app.locals.services = services;
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  app.set('trust proxy', true);
+  app.use(requestLogging(services.logger));
+  app.use(express.json({ limit: services.config.bodyLimit, type: ['application/json', 'application/*+json'] }));
+
+  const spec = openapiSpec();
+  app.get('/openapi.json', (_req, res) => {
+    res.type('application/json').send(spec.text);
+  });
+  app.use('/docs', swaggerUi.serve, swaggerUi.setup(spec.json, { customSiteTitle: 'Tool orchestration API' }));
+
+  RegisterRoutes(app);
+
+  app.use(notFound);
+  app.use(errorHandler(services.logger));
+  return app;
+}

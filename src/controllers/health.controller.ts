@@ -1,0 +1,42 @@
+import { Controller, Get, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import type { Problem } from '../http/problem';
+import { AppError } from '../http/problem';
+import type { Services } from '../services';
+
+export interface HealthStatus {
+  status: 'ok';
+}
+
+export interface ReadinessStatus {
+  status: 'ready';
+  database: 'up';
+  tools: 'loaded';
+}
+
+@Route('')
+@Tags('Operations')
+export class HealthController extends Controller {
+  constructor(private readonly services: Services) {
+    super();
+  }
+
+  /** Liveness: 200 while the process runs. */
+  @Get('healthz')
+  public healthz(): HealthStatus {
+    return { status: 'ok' };
+  }
+
+  /** Readiness: 200 when the database answers and the tools are loaded, else 503. */
+  @Get('readyz')
+  @SuccessResponse(200, 'Ready')
+  @Response<Problem>(503, 'Database unreachable or tools not loaded yet')
+  public async readyz(): Promise<ReadinessStatus> {
+    if (!this.services.toolsReady()) throw new AppError('unavailable', 'Tools are not loaded yet');
+    try {
+      await this.services.db.ping();
+    } catch {
+      throw new AppError('unavailable', 'Database does not answer');
+    }
+    return { status: 'ready', database: 'up', tools: 'loaded' };
+  }
+}

@@ -1,0 +1,183 @@
+/**
+ * The tool interface (plugin SDK). Everything in `tools/` and in TOOLS_DIR is
+ * written against this file only: a tool never imports Prisma or express.
+ *
+ * Two forms load:
+ * 1. A toolset (seed 001): `defineTool({ name, version, description, actions })`
+ *    where each action has a description, a required level, a zod input schema
+ *    and a handler `(args, ctx)`.
+ * 2. The seed's class form (seed 002, "Minimal Tool Structure"): a class
+ *    extending `BaseTool` with `execute(action, context)` and a static
+ *    `identity: { name, version, capabilities }`.
+ *
+ * A module in TOOLS_DIR may also export a factory `(sdk) => tool`, which
+ * receives this module (so it needs no node_modules of its own).
+ */
+import { z } from 'zod';
+
+/** 1 read, 2 write, 3 execute. */
+export type Level = 1 | 2 | 3;
+export const LEVELS: readonly Level[] = [1, 2, 3];
+export type Alignment = 'aligned' | 'agnostic' | 'contradiction';
+
+/** A resource of the conversation's shared context. Timestamps are epoch ms. */
+export interface Resource {
+  name: string;
+  data: unknown;
+  createdBy: string;
+  updatedBy: string;
+  createdAt: number;
+  updatedAt: number;
+  version: number;
+}
+
+/**
+ * The shared context as a tool sees it: already bound to one conversation and
+ * to the calling tool, so `createdBy`/`updatedBy` are always right and no
+ * other conversation is reachable. Inside one action every write commits
+ * together with the others, or none does.
+ *
+ * Failures are thrown as `ToolError` with codes `resource_not_found`,
+ * `resource_exists`, `resource_too_large` or `invalid_args` (bad name).
+ */
+export interface SharedContext {
+  createResource(name: string, data: unknown): Promise<Resource>;
+  getResource(name: string): Promise<Resource | undefined>;
+  updateResource(name: string, data: unknown): Promise<Resource>;
+  listResources(options?: { prefix?: string }): Promise<Resource[]>;
+  /** true when it existed. */
+  deleteResource(name: string): Promise<boolean>;
+}
+
+export interface ToolLogger {
+  debug(obj: object | string, msg?: string): void;
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+}
+
+export interface ToolContext<A = Record<string, unknown>> {
+  conversationId: string;
+  /** The name of the tool being run (the caller, for resource ownership). */
+  toolName: string;
+  action: string;
+  args: A;
+  sharedContext: SharedContext;
+  logger: ToolLogger;
+  /** Directory that execute-level export actions may write into (EXPORT_DIR). */
+  exportDir: string;
+}
+
+/** Codes a tool (or the shared context) may throw; anything else thrown is a `tool_error`. */
+export type ToolErrorCode = 'resource_not_found' | 'resource_exists' | 'resource_too_large' | 'invalid_args';
+
+export class ToolError extends Error {
+  constructor(
+    public readonly code: ToolErrorCode,
+    message: string,
+  ) {
+    super(message);
+    this.name = 'ToolError';
+  }
+}
+
+export interface ActionDefinition<S extends z.ZodType = z.ZodType> {
+  description: string;
+  level: Level;
+  /** zod schema of the args; an object schema (published as JSON Schema). */
+  input: S;
+  handler: (args: z.output<S>, ctx: ToolContext<z.output<S>>) => unknown;
+}
+
+export interface ToolDefinition {
+  name: string;
+  version: string;
+  description: string;
+  actions: Record<string, ActionDefinition>;
+}
+
+/** Identity typing helper that keeps each action's args typed from its schema. */
+export function defineAction<S extends z.ZodType>(action: ActionDefinition<S>): ActionDefinition {
+  return action as unknown as ActionDefinition;
+}
+
+export function defineTool(tool: ToolDefinition): ToolDefinition {
+  return tool;
+}
+
+// ---- The seed's class form ------------------------------------------------
+
+export interface ToolResult {
+  success: boolean;
+  output?: unknown;
+  error?: string;
+}
+
+export interface ToolIdentity {
+  name: string;
+  version: string;
+  capabilities: string[];
+  description?: string;
+  /** Required level per capability; otherwise inferred from the verb. */
+  levels?: Record<string, Level>;
+  /** Description per capability. */
+  descriptions?: Record<string, string>;
+}
+
+export abstract class BaseTool {
+  constructor(public readonly identity: ToolIdentity) {}
+  abstract execute(action: string, context: ToolContext): Promise<ToolResult> | ToolResult;
+}
+
+export interface ToolClass {
+  new (): BaseTool;
+  identity: ToolIdentity;
+}
+
+const READ_VERBS = new Set(['read', 'get', 'list', 'query', 'search', 'count', 'greet']);
+const WRITE_VERBS = new Set(['create', 'update', 'write', 'set', 'transform', 'delete']);
+
+/**
+ * The level a class-form capability needs when its identity names none: from
+ * its first word. Unknown verbs get 3 (execute), the safe default.
+ */
+export function levelFromVerb(capability: string): Level {
+  const verb = capability.split('-')[0] ?? '';
+  if (READ_VERBS.has(verb)) return 1;
+  if (WRITE_VERBS.has(verb)) return 2;
+  return 3;
+}
+
+/** What a TOOLS_DIR factory module receives. */
+export interface ToolSdk {
+  z: typeof z;
+  defineTool: typeof defineTool;
+  defineAction: typeof defineAction;
+  BaseTool: typeof BaseTool;
+  ToolError: typeof ToolError;
+}
+
+export const sdk: ToolSdk = { z, defineTool, defineAction, BaseTool, ToolError };
+
+// ---- Helpers shared by resource tools --------------------------------------
+
+/** Resource names as the API defines them: URL-safe, so they fit in a path segment. */
+export const RESOURCE_NAME_PATTERN = /^[A-Za-z0-9:_-]{1,128}$/;
+
+export const ZResourceName = z
+  .string()
+  .regex(RESOURCE_NAME_PATTERN, 'must be 1-128 characters of A-Z, a-z, 0-9, ":", "_" or "-"')
+  .describe('Resource name in the conversation shared context');
+
+/** The resource, or the `resource_not_found` error every tool reports the same way. */
+export async function requireResource(shared: SharedContext, name: string): Promise<Resource> {
+  const resource = await shared.getResource(name);
+  if (!resource) throw new ToolError('resource_not_found', `Resource not found: ${name}`);
+  return resource;
+}
+
+/** A resource-name prefix filter: the name alphabet, possibly empty. */
+export const ZResourcePrefix = z
+  .string()
+  .regex(/^[A-Za-z0-9:_-]{0,128}$/, 'must be at most 128 characters of A-Z, a-z, 0-9, ":", "_" or "-"')
+  .describe('Only resources whose name starts with this prefix');

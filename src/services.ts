@@ -1,0 +1,15 @@
+/**
+ * What the HTTP layer is given: configuration, a logger, the database and the
+ * domain services. Built by the entry file (or a test) and handed to buildApp.
+ */
+import type { Config } from './config';
+import type { Database } from './db/database';
+import type { Logger } from './logger';
+
+export interface Services {
+  config: Config;
+  logger: Logger;
+  db: Database;
+  /** True once the tool registry has finished its first load. */
+  toolsReady(): boolean;
+}

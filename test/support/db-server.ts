@@ -1,0 +1,111 @@
+/**
+ * Test databases. With TEST_DATABASE_URL (or DATABASE_URL) every test file
+ * gets its own database on that server, cloned from a migrated template.
+ * Without either, every test file gets its own embedded Postgres (PGlite),
+ * loaded from a migrated data directory that the global setup made once.
+ */
+import { PGlite } from '@electric-sql/pglite';
+import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from 'pg';
+import { parseIntoClientConfig } from 'pg-connection-string';
+
+export const ROOT = join(__dirname, '..', '..');
+export const TEMPLATE_DB = 'orchestrator_test_template';
+
+export function serverUrl(): string | undefined {
+  const url = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
+  return url && url.trim() !== '' ? url : undefined;
+}
+
+/** A URL on the same server as `url`, for database `name`. */
+export function urlForDatabase(url: string, name: string): string {
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return u.toString();
+}
+
+export async function withAdmin<T>(url: string, fn: (client: Client) => Promise<T>): Promise<T> {
+  const client = new Client(parseIntoClientConfig(url));
+  await client.connect();
+  try {
+    return await fn(client);
+  } finally {
+    await client.end();
+  }
+}
+
+export interface CliResult {
+  status: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs `npm run db:migrate` as a user would (the CLI, in a child process).
+ * Asynchronous on purpose: an embedded server in this process must keep
+ * answering while the child talks to it.
+ */
+export function runMigrateCli(connectionString: string, args: string[] = []): Promise<CliResult> {
+  const tsxCli = require.resolve('tsx/cli');
+  const child = spawn(process.execPath, [tsxCli, join(ROOT, 'src', 'db', 'migrate-cli.ts'), ...args], {
+    cwd: ROOT,
+    env: { ...process.env, DATABASE_URL: connectionString, LOG_LEVEL: 'warn' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    timeout: 120000,
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  return new Promise((resolve, reject) => {
+    child.on('error', reject);
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
+}
+
+export interface TestDatabase {
+  url: string;
+  close(): Promise<void>;
+}
+
+/** A fresh, empty (unmigrated) database. */
+export async function createEmptyDatabase(): Promise<TestDatabase> {
+  return createDatabase(undefined);
+}
+
+/** A fresh database with every migration applied. */
+export async function createMigratedDatabase(): Promise<TestDatabase> {
+  return createDatabase(TEMPLATE_DB);
+}
+
+async function createDatabase(template: string | undefined): Promise<TestDatabase> {
+  const url = serverUrl();
+  if (!url) return createEmbedded(template !== undefined);
+  const name = `orchestrator_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  await withAdmin(url, (c) => c.query(`CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ''}`));
+  return {
+    url: urlForDatabase(url, name),
+    close: () => withAdmin(url, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined),
+  };
+}
+
+async function createEmbedded(migrated: boolean): Promise<TestDatabase> {
+  const templatePath = process.env.TEST_PGLITE_TEMPLATE;
+  if (migrated && !templatePath) throw new Error('global setup did not prepare the embedded template');
+  const db = migrated
+    ? await PGlite.create({ loadDataDir: new Blob([readFileSync(templatePath!)]) })
+    : await PGlite.create();
+  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 64 });
+  await server.start();
+  return {
+    url: `postgresql://postgres:postgres@${server.getServerConn()}/postgres?sslmode=disable`,
+    close: async () => {
+      await server.stop();
+      await db.close();
+    },
+  };
+}

@@ -1,0 +1,38 @@
+/**
+ * The real app on a real database: buildApp with the Services the entry file
+ * would make, on this test file's own database.
+ */
+import type { Express } from 'express';
+import { buildApp } from '../../src/app';
+import { type Config, loadConfig } from '../../src/config';
+import { type Database, openDatabase } from '../../src/db/database';
+import { createLogger } from '../../src/logger';
+import type { Services } from '../../src/services';
+import { type TestDatabase, createMigratedDatabase } from './db-server';
+
+export interface TestApp {
+  app: Express;
+  services: Services;
+  db: Database;
+  database: TestDatabase;
+  close(): Promise<void>;
+}
+
+export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const database = await createMigratedDatabase();
+  const config: Config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', NODE_ENV: 'test', ...env });
+  const logger = createLogger(config.logLevel);
+  const db = openDatabase({ connectionString: database.url, poolSize: 5 });
+  const services: Services = { config, logger, db, toolsReady: () => true };
+  const app = buildApp(services);
+  return {
+    app,
+    services,
+    db,
+    database,
+    close: async () => {
+      await db.close();
+      await database.close();
+    },
+  };
+}
