@@ -1,0 +1,70 @@
+/**
+ * CRUD on the conversation's shared context (seed 002, pattern 1: the
+ * producer). Reads need level 1, anything that changes a resource level 2.
+ */
+import { z } from 'zod';
+import {
+  ToolError,
+  ZResourceName,
+  ZResourcePrefix,
+  defineAction,
+  defineTool,
+  requireResource,
+} from '../src/core/tool-interface';
+
+/**
+ * Any JSON value, but present: a bare z.unknown() would accept a missing key
+ * and report it as "expected nonoptional", which helps nobody.
+ */
+const ZData = z
+  .unknown()
+  .refine((value) => value !== undefined, 'Required: the resource data (any JSON value)')
+  .describe('The resource data, any JSON value');
+
+export default defineTool({
+  name: 'data-tool',
+  version: '1.0.0',
+  description: 'Creates, reads, updates, lists and deletes resources in the conversation shared context.',
+  actions: {
+    'create-resource': defineAction({
+      description: 'Create a new resource `name` holding `data`; fails if it already exists.',
+      level: 2,
+      input: z.object({ name: ZResourceName, data: ZData }),
+      handler: async ({ name, data }, ctx) => ({
+        message: 'Resource created by data-tool',
+        resource: await ctx.sharedContext.createResource(name, data),
+      }),
+    }),
+    'read-resource': defineAction({
+      description: 'Read the resource `name` (its data, owner, timestamps and version).',
+      level: 1,
+      input: z.object({ name: ZResourceName }),
+      handler: ({ name }, ctx) => requireResource(ctx.sharedContext, name),
+    }),
+    'update-resource': defineAction({
+      description: 'Replace the data of the existing resource `name` with `data` (the whole value).',
+      level: 2,
+      input: z.object({ name: ZResourceName, data: ZData }),
+      handler: ({ name, data }, ctx) => ctx.sharedContext.updateResource(name, data),
+    }),
+    'list-resources': defineAction({
+      description: 'List the resources of the conversation, optionally only those whose name starts with `prefix`.',
+      level: 1,
+      input: z.object({ prefix: ZResourcePrefix.optional() }),
+      handler: async ({ prefix }, ctx) => ({
+        resources: await ctx.sharedContext.listResources({ prefix }),
+      }),
+    }),
+    'delete-resource': defineAction({
+      description: 'Delete the resource `name`.',
+      level: 2,
+      input: z.object({ name: ZResourceName }),
+      handler: async ({ name }, ctx) => {
+        if (!(await ctx.sharedContext.deleteResource(name))) {
+          throw new ToolError('resource_not_found', `Resource not found: ${name}`);
+        }
+        return { deleted: true, name };
+      },
+    }),
+  },
+});
