@@ -10,7 +10,7 @@ import { openDatabase } from './db/database';
 import { openDatabaseServer } from './db/embedded';
 import { applyMigrations } from './db/migrator';
 import { createLogger } from './logger';
-import type { Services } from './services';
+import { wireServices } from './bootstrap';
 
 async function main(): Promise<void> {
   let config;
@@ -35,12 +35,15 @@ async function main(): Promise<void> {
     poolSize: config.dbPoolSize,
     onError: (err) => logger.warn({ err }, 'idle database connection failed'),
   });
-  const services: Services = { config, logger, db, toolsReady: () => true };
+  const { services, registry } = wireServices(config, logger, db);
   const app = buildApp(services);
+  // Listen first so /healthz answers while the tools load; /readyz waits for them.
+  registry.load().catch((err: unknown) => logger.error({ err }, 'Loading the tools failed'));
   const server = app.listen(config.port, config.host, () => {
     logger.info({ port: config.port, host: config.host }, 'Listening');
   });
   installShutdown(server, async () => {
+    await registry.close();
     await db.close();
     await dbServer.close();
   }, config.shutdownGraceMs, logger);

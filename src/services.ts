@@ -3,6 +3,8 @@
  * domain services. Built by the entry file (or a test) and handed to buildApp.
  */
 import type { Config } from './config';
+import type { ConversationManager } from './core/conversation-manager';
+import type { ToolCatalog } from './core/tool-catalog';
 import type { Database } from './db/database';
 import type { Logger } from './logger';
 
@@ -10,6 +12,6 @@ export interface Services {
   config: Config;
   logger: Logger;
   db: Database;
-  /** True once the tool registry has finished its first load. */
-  toolsReady(): boolean;
+  catalog: ToolCatalog;
+  manager: ConversationManager;
 }

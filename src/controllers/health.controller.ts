@@ -31,7 +31,7 @@ export class HealthController extends Controller {
   @SuccessResponse(200, 'Ready')
   @Response<Problem>(503, 'Database unreachable or tools not loaded yet')
   public async readyz(): Promise<ReadinessStatus> {
-    if (!this.services.toolsReady()) throw new AppError('unavailable', 'Tools are not loaded yet');
+    if (!this.services.catalog.ready) throw new AppError('unavailable', 'Tools are not loaded yet');
     try {
       await this.services.db.ping();
     } catch {

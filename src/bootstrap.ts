@@ -1,0 +1,36 @@
+/**
+ * Wires the domain services for one database: the tool registry (bundled
+ * tools plus TOOLS_DIR), the catalog (tool set + router) and the manager.
+ * Shared by the entry file and the tests, so both run the same wiring.
+ */
+import type { Config } from './config';
+import { ConversationManager } from './core/conversation-manager';
+import { ToolCatalog } from './core/tool-catalog';
+import { ToolRegistry } from './core/tool-registry';
+import type { Database } from './db/database';
+import type { Logger } from './logger';
+import type { Services } from './services';
+
+export interface Wired {
+  services: Services;
+  registry: ToolRegistry;
+}
+
+export function wireServices(config: Config, logger: Logger, db: Database, registryOverrides: { debounceMs?: number } = {}): Wired {
+  const registry = new ToolRegistry({
+    extraDir: config.toolsDir,
+    hotReload: config.toolsHotReload,
+    logger: logger.child({ component: 'tool-registry' }),
+    ...registryOverrides,
+  });
+  const catalog = new ToolCatalog(registry, config.routerMinConfidence);
+  const manager = new ConversationManager({
+    pool: db.pool,
+    prisma: db.prisma,
+    catalog,
+    logger: logger.child({ component: 'tools' }),
+    resourceMaxBytes: config.resourceMaxBytes,
+    exportDir: config.exportDir,
+  });
+  return { services: { config, logger, db, catalog, manager }, registry };
+}

@@ -1,0 +1,81 @@
+import { Body, Controller, Path, Post, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import type { Problem } from '../http/problem';
+import type { Services } from '../services';
+import type { AlignmentValue, Id, JsonObject } from './types';
+
+export interface NegotiateBody {
+  /**
+   * Bare (`create-resource`, routed by capability), canonical
+   * (`data-tool/create-resource`) or provider-safe (`data-tool_create-resource`);
+   * or a special action: `list-tools`, `upgrade:TOOL:level-N`.
+   * @minLength 1
+   * @maxLength 512
+   */
+  action: string;
+  /** The action's arguments (see the action's inputSchema). */
+  args?: JsonObject;
+  /**
+   * Explicit tool override (the seed's `explicitTool`): route within this tool only.
+   * @minLength 1
+   * @maxLength 64
+   */
+  tool?: string;
+  /** Route and decide permissions, but execute nothing. */
+  dryRun?: boolean;
+}
+
+export interface RoutingInfo {
+  tool: string;
+  action: string;
+  /** 1.0 for an exact match; approximate matches are lower. */
+  confidence: number;
+  /** true when the tool was named (qualified action or `tool`). */
+  explicit: boolean;
+}
+
+export interface NegotiationResult {
+  success: boolean;
+  /** The action's output; on `no_tool` `{suggestions}`, on `ambiguous_action` `{candidates}`. */
+  output?: unknown;
+  /** Human-readable, safe to show. */
+  error?: string;
+  /**
+   * Machine-readable: invalid_args, no_tool, unknown_tool, ambiguous_action,
+   * permission_required, denied, resource_not_found, resource_exists,
+   * resource_too_large, tool_error.
+   */
+  code?: string;
+  requiresApproval?: boolean;
+  approvalReason?: string;
+  alignment?: AlignmentValue;
+  routing?: RoutingInfo;
+}
+
+@Route('conversations')
+@Tags('Negotiate')
+export class NegotiateController extends Controller {
+  constructor(private readonly services: Services) {
+    super();
+  }
+
+  /**
+   * Routes an action to the tool that can do it, checks that tool's permission
+   * level in this conversation and the conversation's policy, and runs it.
+   * A conversation id never seen before is created on first use.
+   */
+  @Post('{conversationId}/negotiate')
+  @SuccessResponse(200, 'The action ran (or, with dryRun, would run)')
+  @Response<NegotiationResult>(400, 'invalid_args: args fail the action input schema, or a bad upgrade level')
+  @Response<Problem>(400, 'Malformed request (validation_failed, problem+json)')
+  @Response<NegotiationResult>(403, 'permission_required (requiresApproval) or denied by policy (contradiction)')
+  @Response<NegotiationResult>(404, 'no_tool, unknown_tool or resource_not_found')
+  @Response<NegotiationResult>(409, 'ambiguous_action or resource_exists')
+  @Response<NegotiationResult>(413, 'resource_too_large')
+  @Response<NegotiationResult>(500, 'tool_error: the tool threw')
+  @Response<Problem>(503, 'Database unreachable (unavailable, problem+json)')
+  public async negotiate(@Path() conversationId: Id, @Body() body: NegotiateBody): Promise<NegotiationResult> {
+    const { status, result } = await this.services.manager.negotiate(conversationId, body);
+    this.setStatus(status);
+    return result;
+  }
+}

@@ -1,0 +1,185 @@
+import { Body, Controller, Delete, Get, Header, Path, Put, Query, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import { assertConversationExists, ensureConversation } from '../core/conversations';
+import { encodeData, resourceSql } from '../core/shared-context';
+import { ToolError } from '../core/tool-interface';
+import { AppError, type Problem } from '../http/problem';
+import type { Services } from '../services';
+import type { Id, Resource } from './types';
+
+export interface ResourcePage {
+  resources: Resource[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+export interface PutResourceBody {
+  /** Any JSON value; its JSON text must fit RESOURCE_MAX_BYTES. */
+  data: unknown;
+}
+
+const CLIENT = 'client';
+
+/** `*`, or one or more entity tags such as `"3"` (weak ones compare by version too). */
+type Precondition = { any: true } | { versions: number[] };
+
+function parsePrecondition(header: string | undefined, name: string): Precondition | undefined {
+  if (header === undefined) return undefined;
+  const value = header.trim();
+  if (value === '*') return { any: true };
+  const tags = value.split(',').map((t) => /^(?:W\/)?"(\d{1,9})"$/.exec(t.trim()));
+  if (tags.length === 0 || tags.some((m) => m === null)) {
+    throw new AppError('validation_failed', `${name} must be * or entity tags such as "3"`, [
+      { path: name, message: 'must be * or entity tags such as "3"' },
+    ]);
+  }
+  return { versions: tags.map((m) => Number(m![1])) };
+}
+
+function etag(version: number): string {
+  return `"${version}"`;
+}
+
+function encodeCursor(name: string): string {
+  return Buffer.from(name, 'utf8').toString('base64url');
+}
+
+function decodeCursor(cursor: string): string {
+  const name = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!/^[A-Za-z0-9:_-]{1,128}$/.test(name) || encodeCursor(name) !== cursor) {
+    throw new AppError('validation_failed', 'cursor is not one this API returned', [{ path: 'cursor', message: 'invalid cursor' }]);
+  }
+  return name;
+}
+
+@Route('conversations/{id}/resources')
+@Tags('Resources')
+export class ResourcesController extends Controller {
+  constructor(private readonly services: Services) {
+    super();
+  }
+
+  /**
+   * The conversation's resources, ordered by name.
+   * @param prefix Only names starting with this.
+   * @param createdBy Only resources created by this tool (or `client`).
+   * @param limit Page size, 1 to 500.
+   * @isInt limit
+   * @minimum limit 1
+   * @maximum limit 500
+   * @param cursor From the previous page's nextCursor.
+   */
+  @Get()
+  @Response<Problem>(400, 'Bad limit or cursor')
+  @Response<Problem>(404, 'No such conversation')
+  public async listResources(
+    @Path() id: Id,
+    @Query() prefix?: string,
+    @Query() createdBy?: string,
+    @Query() limit: number = 100,
+    @Query() cursor?: string,
+  ): Promise<ResourcePage> {
+    const after = cursor !== undefined ? decodeCursor(cursor) : undefined;
+    const { pool } = this.services.db;
+    await assertConversationExists(pool, id);
+    const rows = await resourceSql.list(pool, id, { prefix, createdBy, after, limit: limit + 1 });
+    const page = rows.slice(0, limit);
+    const more = rows.length > limit;
+    return { resources: page, nextCursor: more ? encodeCursor(page[page.length - 1]!.name) : null };
+  }
+
+  /** One resource, with `ETag: "VERSION"`. */
+  @Get('{name}')
+  @Response<Problem>(404, 'No such resource')
+  public async getResource(@Path() id: Id, @Path() name: Id): Promise<Resource> {
+    const resource = await resourceSql.get(this.services.db.pool, id, name);
+    if (!resource) throw new AppError('not_found', `Resource not found: ${name}`);
+    this.setHeader('ETag', etag(resource.version));
+    return resource;
+  }
+
+  /**
+   * Creates (201) or replaces (200) a resource, as `client`. The conversation
+   * is created on first use. `If-Match: "VERSION"` makes the write conditional;
+   * `If-None-Match: *` makes it create-only.
+   */
+  @Put('{name}')
+  @SuccessResponse(200, 'Updated')
+  @Response<Resource>(201, 'Created')
+  @Response<Problem>(400, 'Invalid body or precondition header')
+  @Response<Problem>(412, 'If-Match or If-None-Match failed')
+  @Response<Problem>(413, 'data is larger than RESOURCE_MAX_BYTES')
+  public async putResource(
+    @Path() id: Id,
+    @Path() name: Id,
+    @Body() body: PutResourceBody,
+    @Header('If-Match') ifMatch?: string,
+    @Header('If-None-Match') ifNoneMatch?: string,
+  ): Promise<Resource> {
+    const json = this.encode(body.data);
+    const match = parsePrecondition(ifMatch, 'If-Match');
+    const noneMatch = parsePrecondition(ifNoneMatch, 'If-None-Match');
+    if (noneMatch && !('any' in noneMatch)) {
+      throw new AppError('validation_failed', 'If-None-Match on PUT supports only *', [{ path: 'If-None-Match', message: 'only * is supported' }]);
+    }
+    const { pool } = this.services.db;
+    await ensureConversation(pool, id);
+    let resource: Resource | undefined;
+    let created = false;
+    if (noneMatch) {
+      resource = await resourceSql.create(pool, id, name, json, CLIENT);
+      if (!resource) throw new AppError('precondition_failed', `Resource already exists: ${name}`);
+      created = true;
+    } else if (match) {
+      resource = await this.conditionalUpdate(id, name, json, match);
+    } else {
+      ({ resource, created } = await resourceSql.upsert(pool, id, name, json, CLIENT));
+    }
+    this.setStatus(created ? 201 : 200);
+    this.setHeader('ETag', etag(resource.version));
+    return resource;
+  }
+
+  /** Deletes a resource. `If-Match: "VERSION"` makes it conditional. */
+  @Delete('{name}')
+  @SuccessResponse(204, 'Deleted')
+  @Response<Problem>(404, 'No such resource')
+  @Response<Problem>(412, 'If-Match failed')
+  public async deleteResource(@Path() id: Id, @Path() name: Id, @Header('If-Match') ifMatch?: string): Promise<void> {
+    const match = parsePrecondition(ifMatch, 'If-Match');
+    const { pool } = this.services.db;
+    const versions = match && 'versions' in match ? match.versions : [undefined];
+    for (const version of versions) {
+      if (await resourceSql.delete(pool, id, name, version)) {
+        this.setStatus(204);
+        return;
+      }
+    }
+    const exists = await resourceSql.get(pool, id, name);
+    if (!exists) throw new AppError('not_found', `Resource not found: ${name}`);
+    throw new AppError('precondition_failed', `Resource ${name} is at version ${exists.version}`);
+  }
+
+  private encode(data: unknown): string {
+    try {
+      return encodeData(data, this.services.config.resourceMaxBytes);
+    } catch (err) {
+      if (err instanceof ToolError && err.code === 'resource_too_large') throw new AppError('payload_too_large', err.message);
+      if (err instanceof ToolError) throw new AppError('validation_failed', err.message, [{ path: 'data', message: err.message }]);
+      throw err;
+    }
+  }
+
+  private async conditionalUpdate(id: string, name: string, json: string, match: Precondition): Promise<Resource> {
+    const { pool } = this.services.db;
+    const versions = 'versions' in match ? match.versions : [undefined];
+    for (const version of versions) {
+      const updated = await resourceSql.update(pool, id, name, json, CLIENT, version);
+      if (updated) return updated;
+    }
+    const current = await resourceSql.get(pool, id, name);
+    throw new AppError(
+      'precondition_failed',
+      current ? `Resource ${name} is at version ${current.version}` : `Resource not found: ${name}`,
+    );
+  }
+}

@@ -1,0 +1,265 @@
+/**
+ * The conversation manager (seed 002, `negotiate`): routes an action to a
+ * tool, decides alignment and permission in the conversation, validates the
+ * args, and runs the action with a shared context bound to the conversation
+ * and the tool. A write-level action runs in one transaction: its writes
+ * commit together or not at all.
+ */
+import type { Pool, PoolClient } from 'pg';
+import type { PrismaClient } from '../generated/prisma/client';
+import { loadDecisionContext, ensureConversation } from './conversations';
+import { LEVEL_NAMES, effectiveLevel, isLevel, setToolLevel } from './permissions';
+import { deniedBy } from './policy';
+import { SqlSharedContext, type Queryable } from './shared-context';
+import type { CatalogSnapshot, RoutedAction, ToolCatalog, ToolView } from './tool-catalog';
+import { baseAlignment } from './tool-catalog';
+import { ToolError, type Alignment, type Level, type ToolLogger } from './tool-interface';
+
+export interface NegotiateRequest {
+  action: string;
+  args?: Record<string, unknown>;
+  tool?: string;
+  dryRun?: boolean;
+}
+
+export interface Routing {
+  tool: string;
+  action: string;
+  confidence: number;
+  explicit: boolean;
+}
+
+export interface NegotiationResult {
+  success: boolean;
+  output?: unknown;
+  error?: string;
+  code?: string;
+  requiresApproval?: boolean;
+  approvalReason?: string;
+  alignment?: Alignment;
+  routing?: Routing;
+}
+
+export interface NegotiationOutcome {
+  status: number;
+  result: NegotiationResult;
+}
+
+export interface ConversationManagerDeps {
+  pool: Pool;
+  prisma: PrismaClient;
+  catalog: ToolCatalog;
+  logger: ToolLogger;
+  resourceMaxBytes: number;
+  exportDir: string;
+}
+
+const UPGRADE_RE = /^upgrade:([^:]*):level-(.*)$/;
+
+const TOOL_ERROR_STATUS: Record<ToolError['code'], number> = {
+  invalid_args: 400,
+  resource_not_found: 404,
+  resource_exists: 409,
+  resource_too_large: 413,
+};
+
+function fail(status: number, code: string, error: string, extra: Partial<NegotiationResult> = {}): NegotiationOutcome {
+  return { status, result: { success: false, error, code, ...extra } };
+}
+
+export class ConversationManager {
+  constructor(private readonly deps: ConversationManagerDeps) {}
+
+  async negotiate(conversationId: string, req: NegotiateRequest): Promise<NegotiationOutcome> {
+    const snapshot = this.deps.catalog.snapshot();
+    if (req.action === 'list-tools') return this.listTools(conversationId, req);
+    const upgrade = UPGRADE_RE.exec(req.action);
+    if (upgrade) return this.upgrade(conversationId, snapshot, upgrade[1]!, upgrade[2]!, req);
+    return this.routeAndRun(conversationId, snapshot, req);
+  }
+
+  private async listTools(conversationId: string, req: NegotiateRequest): Promise<NegotiationOutcome> {
+    if (!req.dryRun) await ensureConversation(this.deps.pool, conversationId);
+    const tools: ToolView[] = this.deps.catalog.toolViews();
+    return { status: 200, result: { success: true, ...(req.dryRun ? {} : { output: { tools } }), alignment: 'aligned' } };
+  }
+
+  private async upgrade(
+    conversationId: string,
+    snapshot: CatalogSnapshot,
+    tool: string,
+    levelText: string,
+    req: NegotiateRequest,
+  ): Promise<NegotiationOutcome> {
+    const level = /^[0-9]$/.test(levelText) ? Number(levelText) : NaN;
+    if (!isLevel(level)) {
+      return fail(400, 'invalid_args', `Invalid level "${levelText.slice(0, 32)}": use upgrade:TOOL:level-N with N = 1, 2 or 3`);
+    }
+    if (!snapshot.set.byName.has(tool)) return fail(404, 'unknown_tool', `Unknown tool: ${tool.slice(0, 64)}`);
+    if (req.dryRun) return { status: 200, result: { success: true, alignment: 'aligned' } };
+    const change = await setToolLevel(this.deps.prisma, conversationId, tool, level, 'negotiate');
+    return { status: 200, result: { success: true, output: change, alignment: 'aligned' } };
+  }
+
+  private async routeAndRun(conversationId: string, snapshot: CatalogSnapshot, req: NegotiateRequest): Promise<NegotiationOutcome> {
+    const route = snapshot.router.route(req.action, req.tool);
+    switch (route.kind) {
+      case 'no_tool':
+        return fail(404, 'no_tool', `No tool found for action: ${req.action.slice(0, 128)}`, {
+          output: { suggestions: route.suggestions },
+        });
+      case 'unknown_tool':
+        return fail(404, 'unknown_tool', route.message);
+      case 'ambiguous':
+        return fail(409, 'ambiguous_action', `Several tools offer ${req.action.slice(0, 128)}: name one (${route.candidates.join(', ')})`, {
+          output: { candidates: route.candidates },
+        });
+      case 'ok':
+        return this.decideAndRun(conversationId, route.entry, { confidence: route.confidence, explicit: route.explicit }, req);
+    }
+  }
+
+  private async decideAndRun(
+    conversationId: string,
+    entry: RoutedAction,
+    how: { confidence: number; explicit: boolean },
+    req: NegotiateRequest,
+  ): Promise<NegotiationOutcome> {
+    const action = entry.loaded;
+    const routing: Routing = { tool: action.tool, action: action.name, confidence: how.confidence, explicit: how.explicit };
+    const ctx = await loadDecisionContext(this.deps.pool, conversationId, action.tool, !req.dryRun);
+
+    const deny = deniedBy(ctx.policy, action.qualifiedName);
+    if (deny) {
+      return fail(403, 'denied', `Action ${action.qualifiedName} is denied by this conversation's policy (${deny})`, {
+        alignment: 'contradiction',
+        routing,
+      });
+    }
+    const alignment = baseAlignment(action.level);
+    const current = effectiveLevel(ctx.explicitLevel, ctx.legacyLevel).level;
+    if (current < action.level) {
+      return fail(403, 'permission_required', `Permission upgrade required for ${action.qualifiedName}`, {
+        requiresApproval: true,
+        approvalReason: approvalReason(action.tool, action.name, action.level, current),
+        alignment,
+        routing,
+      });
+    }
+    const parsed = action.parseArgs(req.args ?? {});
+    if (!parsed.ok) {
+      return fail(400, 'invalid_args', `Invalid args for ${action.qualifiedName}: ${parsed.path}: ${parsed.message}`, { alignment, routing });
+    }
+    if (req.dryRun) return { status: 200, result: { success: true, alignment, routing } };
+    return this.run(conversationId, entry, parsed.value, { alignment, routing });
+  }
+
+  private async run(
+    conversationId: string,
+    entry: RoutedAction,
+    args: Record<string, unknown>,
+    decided: { alignment: Alignment; routing: Routing },
+  ): Promise<NegotiationOutcome> {
+    const action = entry.loaded;
+    const tx = new LazyTransaction(this.deps.pool);
+    const readOnly = action.level === 1;
+    const sharedContext = new SqlSharedContext({
+      conversationId,
+      toolName: action.tool,
+      maxBytes: this.deps.resourceMaxBytes,
+      db: readOnly ? () => Promise.resolve(this.deps.pool) : () => tx.client(),
+      readOnly,
+    });
+    try {
+      const output = await action.run(args, {
+        conversationId,
+        toolName: action.tool,
+        action: action.name,
+        args,
+        sharedContext,
+        logger: this.deps.logger,
+        exportDir: this.deps.exportDir,
+      });
+      await tx.commit();
+      return { status: 200, result: { success: true, output: output ?? null, ...decided } };
+    } catch (err) {
+      await tx.rollback();
+      if (err instanceof ToolError) return fail(TOOL_ERROR_STATUS[err.code], err.code, err.message, decided);
+      if (isInfrastructureError(err)) throw err;
+      this.deps.logger.error({ err, tool: action.tool, action: action.name, conversationId }, 'tool threw');
+      return fail(500, 'tool_error', `Tool ${action.tool} failed while running ${action.name}`, decided);
+    }
+  }
+}
+
+export function approvalReason(tool: string, action: string, required: Level, current: Level): string {
+  return (
+    `Permission upgrade required: ${tool} needs level ${required} (${LEVEL_NAMES[required]}) for ${action}, ` +
+    `but its current level in this conversation is ${current} (${LEVEL_NAMES[current]}). ` +
+    `The conversation owner can approve with upgrade:${tool}:level-${required}.`
+  );
+}
+
+/** Database trouble is the service's, not the tool's: it becomes a 503, not a tool_error. */
+function isInfrastructureError(err: unknown): boolean {
+  // Imported lazily to keep this module's dependencies on the domain side.
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const { isDatabaseUnavailable } = require('../db/database') as typeof import('../db/database');
+  return isDatabaseUnavailable(err);
+}
+
+/**
+ * A transaction begun on the first statement that needs it, so actions that
+ * write nothing cost no BEGIN/COMMIT round trips.
+ */
+class LazyTransaction {
+  private pending: Promise<PoolClient> | undefined;
+
+  constructor(private readonly pool: Pool) {}
+
+  client(): Promise<Queryable> {
+    this.pending ??= (async () => {
+      const c = await this.pool.connect();
+      try {
+        await c.query('BEGIN');
+      } catch (err) {
+        c.release(err as Error);
+        throw err;
+      }
+      return c;
+    })();
+    return this.pending;
+  }
+
+  async commit(): Promise<void> {
+    if (!this.pending) return;
+    const c = await this.pending;
+    this.pending = undefined;
+    try {
+      await c.query('COMMIT');
+      c.release();
+    } catch (err) {
+      c.release(err as Error);
+      throw err;
+    }
+  }
+
+  async rollback(): Promise<void> {
+    if (!this.pending) return;
+    const pending = this.pending;
+    this.pending = undefined;
+    let c: PoolClient;
+    try {
+      c = await pending;
+    } catch {
+      return; // BEGIN never happened.
+    }
+    try {
+      await c.query('ROLLBACK');
+      c.release();
+    } catch (err) {
+      // A broken connection is discarded rather than returned to the pool.
+      c.release(err as Error);
+    }
+  }
+}

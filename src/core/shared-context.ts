@@ -1,0 +1,211 @@
+/**
+ * The shared context: a conversation's named resources, in Postgres.
+ *
+ * Statements are plain SQL on the `pg` pool (or on the transaction's client):
+ * these are the hot path of `negotiate`, where one round trip per operation
+ * matters (see docs/BENCHMARKS.md). Each write is one statement whose WHERE
+ * clause or unique key decides races, so concurrent callers never lose an
+ * update: the row lock serialises updates (versions 2, 3, ... in commit
+ * order) and the primary key lets exactly one concurrent create win.
+ */
+import type { Resource, SharedContext } from './tool-interface';
+import { ToolError } from './tool-interface';
+import { isValidId } from './resource-names';
+
+/** A pool or a client inside a transaction. */
+export interface Queryable {
+  query<R extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: R[]; rowCount: number | null }>;
+}
+
+interface ResourceRow {
+  name: string;
+  data: unknown;
+  created_by: string;
+  updated_by: string;
+  created_at: Date;
+  updated_at: Date;
+  version: number;
+}
+
+const COLUMNS = 'name, data, created_by, updated_by, created_at, updated_at, version';
+
+export function toResource(row: ResourceRow): Resource {
+  return {
+    name: row.name,
+    data: row.data,
+    createdBy: row.created_by,
+    updatedBy: row.updated_by,
+    createdAt: row.created_at.getTime(),
+    updatedAt: row.updated_at.getTime(),
+    version: row.version,
+  };
+}
+
+export class ResourceTooLargeError extends ToolError {
+  constructor(bytes: number, max: number) {
+    super('resource_too_large', `Resource data is ${bytes} bytes; the limit is ${max} bytes (RESOURCE_MAX_BYTES)`);
+  }
+}
+
+/** Serialises data for storage, enforcing the size limit on the JSON text. */
+export function encodeData(data: unknown, maxBytes: number): string {
+  if (data === undefined) throw new ToolError('invalid_args', 'data: Required');
+  const text = JSON.stringify(data);
+  const bytes = Buffer.byteLength(text, 'utf8');
+  if (bytes > maxBytes) throw new ResourceTooLargeError(bytes, maxBytes);
+  return text;
+}
+
+export function assertResourceName(name: unknown): asserts name is string {
+  if (!isValidId(name)) {
+    throw new ToolError('invalid_args', 'name: must match ^[A-Za-z0-9:_-]{1,128}$');
+  }
+}
+
+export function notFound(name: string): ToolError {
+  return new ToolError('resource_not_found', `Resource not found: ${name}`);
+}
+
+/** The resource statements, each one round trip. */
+export const resourceSql = {
+  async get(db: Queryable, conversationId: string, name: string): Promise<Resource | undefined> {
+    const { rows } = await db.query<ResourceRow>(
+      `SELECT ${COLUMNS} FROM resources WHERE conversation_id = $1 AND name = $2`,
+      [conversationId, name],
+    );
+    return rows[0] ? toResource(rows[0]) : undefined;
+  },
+
+  /** undefined when the name is taken. */
+  async create(db: Queryable, conversationId: string, name: string, json: string, by: string): Promise<Resource | undefined> {
+    const { rows } = await db.query<ResourceRow>(
+      `INSERT INTO resources (conversation_id, name, data, created_by, updated_by)
+       VALUES ($1, $2, $3::jsonb, $4, $4)
+       ON CONFLICT (conversation_id, name) DO NOTHING
+       RETURNING ${COLUMNS}`,
+      [conversationId, name, json, by],
+    );
+    return rows[0] ? toResource(rows[0]) : undefined;
+  },
+
+  /** undefined when missing (or, with expectedVersion, when the version differs). */
+  async update(
+    db: Queryable,
+    conversationId: string,
+    name: string,
+    json: string,
+    by: string,
+    expectedVersion?: number,
+  ): Promise<Resource | undefined> {
+    const { rows } = await db.query<ResourceRow>(
+      `UPDATE resources
+       SET data = $3::jsonb, updated_by = $4, updated_at = now(), version = version + 1
+       WHERE conversation_id = $1 AND name = $2 AND ($5::int IS NULL OR version = $5::int)
+       RETURNING ${COLUMNS}`,
+      [conversationId, name, json, by, expectedVersion ?? null],
+    );
+    return rows[0] ? toResource(rows[0]) : undefined;
+  },
+
+  /** Create or replace in one statement; `created` tells which happened. */
+  async upsert(
+    db: Queryable,
+    conversationId: string,
+    name: string,
+    json: string,
+    by: string,
+  ): Promise<{ resource: Resource; created: boolean }> {
+    const { rows } = await db.query<ResourceRow & { created: boolean }>(
+      `INSERT INTO resources (conversation_id, name, data, created_by, updated_by)
+       VALUES ($1, $2, $3::jsonb, $4, $4)
+       ON CONFLICT (conversation_id, name) DO UPDATE
+         SET data = EXCLUDED.data, updated_by = EXCLUDED.updated_by, updated_at = now(),
+             version = resources.version + 1
+       RETURNING ${COLUMNS}, (xmax = 0) AS created`,
+      [conversationId, name, json, by],
+    );
+    const row = rows[0]!;
+    return { resource: toResource(row), created: row.created };
+  },
+
+  /** false when missing (or, with expectedVersion, when the version differs). */
+  async delete(db: Queryable, conversationId: string, name: string, expectedVersion?: number): Promise<boolean> {
+    const { rowCount } = await db.query(
+      `DELETE FROM resources WHERE conversation_id = $1 AND name = $2 AND ($3::int IS NULL OR version = $3::int)`,
+      [conversationId, name, expectedVersion ?? null],
+    );
+    return (rowCount ?? 0) > 0;
+  },
+
+  /** Ordered by name; `after` is an exclusive cursor (a name). */
+  async list(
+    db: Queryable,
+    conversationId: string,
+    opts: { prefix?: string; createdBy?: string; after?: string; limit?: number },
+  ): Promise<Resource[]> {
+    const { rows } = await db.query<ResourceRow>(
+      `SELECT ${COLUMNS} FROM resources
+       WHERE conversation_id = $1
+         AND ($2::text IS NULL OR starts_with(name, $2::text))
+         AND ($3::text IS NULL OR created_by = $3::text)
+         AND ($4::text IS NULL OR name COLLATE "C" > $4::text)
+       ORDER BY name COLLATE "C"
+       LIMIT $5`,
+      [conversationId, opts.prefix ?? null, opts.createdBy ?? null, opts.after ?? null, opts.limit ?? 10000],
+    );
+    return rows.map(toResource);
+  },
+};
+
+export interface SharedContextOptions {
+  conversationId: string;
+  toolName: string;
+  maxBytes: number;
+  /** Where statements run: the pool for reads, the action's transaction for writes. */
+  db: () => Promise<Queryable>;
+  /** Level-1 (read) actions get a context that refuses writes. */
+  readOnly: boolean;
+}
+
+/** The SharedContext a tool is given: bound to one conversation and one tool. */
+export class SqlSharedContext implements SharedContext {
+  constructor(private readonly o: SharedContextOptions) {}
+
+  private async writer(): Promise<Queryable> {
+    if (this.o.readOnly) {
+      // A read-level action writing would bypass the permission check.
+      throw new Error(`Read-level action of ${this.o.toolName} attempted to write to the shared context`);
+    }
+    return this.o.db();
+  }
+
+  async createResource(name: string, data: unknown): Promise<Resource> {
+    assertResourceName(name);
+    const json = encodeData(data, this.o.maxBytes);
+    const created = await resourceSql.create(await this.writer(), this.o.conversationId, name, json, this.o.toolName);
+    if (!created) throw new ToolError('resource_exists', `Resource already exists: ${name}`);
+    return created;
+  }
+
+  async getResource(name: string): Promise<Resource | undefined> {
+    assertResourceName(name);
+    return resourceSql.get(await this.o.db(), this.o.conversationId, name);
+  }
+
+  async updateResource(name: string, data: unknown): Promise<Resource> {
+    assertResourceName(name);
+    const json = encodeData(data, this.o.maxBytes);
+    const updated = await resourceSql.update(await this.writer(), this.o.conversationId, name, json, this.o.toolName);
+    if (!updated) throw notFound(name);
+    return updated;
+  }
+
+  async listResources(options: { prefix?: string } = {}): Promise<Resource[]> {
+    return resourceSql.list(await this.o.db(), this.o.conversationId, { prefix: options.prefix });
+  }
+
+  async deleteResource(name: string): Promise<boolean> {
+    assertResourceName(name);
+    return resourceSql.delete(await this.writer(), this.o.conversationId, name);
+  }
+}
