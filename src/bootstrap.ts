@@ -16,7 +16,12 @@ export interface Wired {
   registry: ToolRegistry;
 }
 
-export function wireServices(config: Config, logger: Logger, db: Database, registryOverrides: { debounceMs?: number } = {}): Wired {
+export function wireServices(
+  config: Config,
+  logger: Logger,
+  db: Database,
+  registryOverrides: { debounceMs?: number } = {},
+): Wired {
   const registry = new ToolRegistry({
     extraDir: config.toolsDir,
     hotReload: config.toolsHotReload,

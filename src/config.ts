@@ -83,7 +83,9 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
   const parsed = ZConfig.safeParse(raw);
   if (!parsed.success) {
     throw new ConfigError(
-      parsed.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message} (got ${JSON.stringify(raw[String(i.path[0])])})`),
+      parsed.error.issues.map(
+        (i) => `${i.path.join('.') || '(root)'}: ${i.message} (got ${JSON.stringify(raw[String(i.path[0])])})`,
+      ),
     );
   }
   const c = parsed.data;

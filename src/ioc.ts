@@ -13,5 +13,5 @@ export const iocContainer: IocContainerFactory = (request: unknown): IocContaine
     const Ctor = controller as new (services: Services) => T;
     return new Ctor(services);
   };
-  return { get } as IocContainer;
+  return { get };
 };

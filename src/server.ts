@@ -28,7 +28,10 @@ async function main(): Promise<void> {
   if (!dbServer.embedded) logger.info('Using the Postgres server of DATABASE_URL');
   if (config.migrateOnStart) {
     const report = await applyMigrations({ connectionString: dbServer.connectionString });
-    logger.info({ applied: report.applied }, report.applied.length ? 'Applied migrations' : 'Database schema is up to date');
+    logger.info(
+      { applied: report.applied },
+      report.applied.length ? 'Applied migrations' : 'Database schema is up to date',
+    );
   }
   const db = openDatabase({
     connectionString: dbServer.connectionString,
@@ -42,11 +45,16 @@ async function main(): Promise<void> {
   const server = app.listen(config.port, config.host, () => {
     logger.info({ port: config.port, host: config.host }, 'Listening');
   });
-  installShutdown(server, async () => {
-    await registry.close();
-    await db.close();
-    await dbServer.close();
-  }, config.shutdownGraceMs, logger);
+  installShutdown(
+    server,
+    async () => {
+      await registry.close();
+      await db.close();
+      await dbServer.close();
+    },
+    config.shutdownGraceMs,
+    logger,
+  );
 }
 
 /**

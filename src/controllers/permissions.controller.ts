@@ -56,7 +56,11 @@ export class PermissionsController extends Controller {
   @Get()
   @Response<Problem>(404, 'No such conversation')
   public async getPermissions(@Path() id: Id): Promise<Permissions> {
-    return listPermissions(this.services.db.prisma, id, this.services.catalog.snapshot().set.tools.map((t) => t.name)) as Promise<Permissions>;
+    return listPermissions(
+      this.services.db.prisma,
+      id,
+      this.services.catalog.snapshot().set.tools.map((t) => t.name),
+    );
   }
 
   /** Permission changes, oldest first. Append-only. */

@@ -1,4 +1,17 @@
-import { Body, Controller, Delete, Get, Header, Path, Put, Query, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Header,
+  Path,
+  Put,
+  Query,
+  Response,
+  Route,
+  SuccessResponse,
+  Tags,
+} from '@tsoa/runtime';
 import { assertConversationExists, ensureConversation } from '../core/conversations';
 import { encodeData, resourceSql } from '../core/shared-context';
 import { ToolError } from '../core/tool-interface';
@@ -46,7 +59,9 @@ function encodeCursor(name: string): string {
 function decodeCursor(cursor: string): string {
   const name = Buffer.from(cursor, 'base64url').toString('utf8');
   if (!/^[A-Za-z0-9:_-]{1,128}$/.test(name) || encodeCursor(name) !== cursor) {
-    throw new AppError('validation_failed', 'cursor is not one this API returned', [{ path: 'cursor', message: 'invalid cursor' }]);
+    throw new AppError('validation_failed', 'cursor is not one this API returned', [
+      { path: 'cursor', message: 'invalid cursor' },
+    ]);
   }
   return name;
 }
@@ -119,7 +134,9 @@ export class ResourcesController extends Controller {
     const match = parsePrecondition(ifMatch, 'If-Match');
     const noneMatch = parsePrecondition(ifNoneMatch, 'If-None-Match');
     if (noneMatch && !('any' in noneMatch)) {
-      throw new AppError('validation_failed', 'If-None-Match on PUT supports only *', [{ path: 'If-None-Match', message: 'only * is supported' }]);
+      throw new AppError('validation_failed', 'If-None-Match on PUT supports only *', [
+        { path: 'If-None-Match', message: 'only * is supported' },
+      ]);
     }
     const { pool } = this.services.db;
     await ensureConversation(pool, id);
@@ -163,8 +180,10 @@ export class ResourcesController extends Controller {
     try {
       return encodeData(data, this.services.config.resourceMaxBytes);
     } catch (err) {
-      if (err instanceof ToolError && err.code === 'resource_too_large') throw new AppError('payload_too_large', err.message);
-      if (err instanceof ToolError) throw new AppError('validation_failed', err.message, [{ path: 'data', message: err.message }]);
+      if (err instanceof ToolError && err.code === 'resource_too_large')
+        throw new AppError('payload_too_large', err.message);
+      if (err instanceof ToolError)
+        throw new AppError('validation_failed', err.message, [{ path: 'data', message: err.message }]);
       throw err;
     }
   }

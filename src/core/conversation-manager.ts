@@ -81,7 +81,10 @@ export class ConversationManager {
   private async listTools(conversationId: string, req: NegotiateRequest): Promise<NegotiationOutcome> {
     if (!req.dryRun) await ensureConversation(this.deps.pool, conversationId);
     const tools: ToolView[] = this.deps.catalog.toolViews();
-    return { status: 200, result: { success: true, ...(req.dryRun ? {} : { output: { tools } }), alignment: 'aligned' } };
+    return {
+      status: 200,
+      result: { success: true, ...(req.dryRun ? {} : { output: { tools } }), alignment: 'aligned' },
+    };
   }
 
   private async upgrade(
@@ -93,7 +96,11 @@ export class ConversationManager {
   ): Promise<NegotiationOutcome> {
     const level = /^[0-9]$/.test(levelText) ? Number(levelText) : NaN;
     if (!isLevel(level)) {
-      return fail(400, 'invalid_args', `Invalid level "${levelText.slice(0, 32)}": use upgrade:TOOL:level-N with N = 1, 2 or 3`);
+      return fail(
+        400,
+        'invalid_args',
+        `Invalid level "${levelText.slice(0, 32)}": use upgrade:TOOL:level-N with N = 1, 2 or 3`,
+      );
     }
     if (!snapshot.set.byName.has(tool)) return fail(404, 'unknown_tool', `Unknown tool: ${tool.slice(0, 64)}`);
     if (req.dryRun) return { status: 200, result: { success: true, alignment: 'aligned' } };
@@ -101,7 +108,11 @@ export class ConversationManager {
     return { status: 200, result: { success: true, output: change, alignment: 'aligned' } };
   }
 
-  private async routeAndRun(conversationId: string, snapshot: CatalogSnapshot, req: NegotiateRequest): Promise<NegotiationOutcome> {
+  private async routeAndRun(
+    conversationId: string,
+    snapshot: CatalogSnapshot,
+    req: NegotiateRequest,
+  ): Promise<NegotiationOutcome> {
     const route = snapshot.router.route(req.action, req.tool);
     switch (route.kind) {
       case 'no_tool':
@@ -111,11 +122,21 @@ export class ConversationManager {
       case 'unknown_tool':
         return fail(404, 'unknown_tool', route.message);
       case 'ambiguous':
-        return fail(409, 'ambiguous_action', `Several tools offer ${req.action.slice(0, 128)}: name one (${route.candidates.join(', ')})`, {
-          output: { candidates: route.candidates },
-        });
+        return fail(
+          409,
+          'ambiguous_action',
+          `Several tools offer ${req.action.slice(0, 128)}: name one (${route.candidates.join(', ')})`,
+          {
+            output: { candidates: route.candidates },
+          },
+        );
       case 'ok':
-        return this.decideAndRun(conversationId, route.entry, { confidence: route.confidence, explicit: route.explicit }, req);
+        return this.decideAndRun(
+          conversationId,
+          route.entry,
+          { confidence: route.confidence, explicit: route.explicit },
+          req,
+        );
     }
   }
 
@@ -126,7 +147,12 @@ export class ConversationManager {
     req: NegotiateRequest,
   ): Promise<NegotiationOutcome> {
     const action = entry.loaded;
-    const routing: Routing = { tool: action.tool, action: action.name, confidence: how.confidence, explicit: how.explicit };
+    const routing: Routing = {
+      tool: action.tool,
+      action: action.name,
+      confidence: how.confidence,
+      explicit: how.explicit,
+    };
     const ctx = await loadDecisionContext(this.deps.pool, conversationId, action.tool, !req.dryRun);
 
     const deny = deniedBy(ctx.policy, action.qualifiedName);
@@ -148,7 +174,10 @@ export class ConversationManager {
     }
     const parsed = action.parseArgs(req.args ?? {});
     if (!parsed.ok) {
-      return fail(400, 'invalid_args', `Invalid args for ${action.qualifiedName}: ${parsed.path}: ${parsed.message}`, { alignment, routing });
+      return fail(400, 'invalid_args', `Invalid args for ${action.qualifiedName}: ${parsed.path}: ${parsed.message}`, {
+        alignment,
+        routing,
+      });
     }
     if (req.dryRun) return { status: 200, result: { success: true, alignment, routing } };
     return this.run(conversationId, entry, parsed.value, { alignment, routing });

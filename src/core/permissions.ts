@@ -12,7 +12,10 @@ export const LEVEL_NAMES: Record<Level, string> = { 1: 'read', 2: 'write', 3: 'e
 
 export type LevelSource = 'explicit' | 'legacy' | 'default';
 
-export function effectiveLevel(explicit: number | null | undefined, legacy: number | null | undefined): { level: Level; source: LevelSource } {
+export function effectiveLevel(
+  explicit: number | null | undefined,
+  legacy: number | null | undefined,
+): { level: Level; source: LevelSource } {
   if (explicit != null) return { level: explicit as Level, source: 'explicit' };
   if (legacy != null) return { level: legacy as Level, source: 'legacy' };
   return { level: 1, source: 'default' };
@@ -78,7 +81,11 @@ export interface PermissionsView {
 }
 
 /** One row per registered tool (and per tool with an explicit level that is no longer registered). */
-export async function listPermissions(prisma: PrismaClient, conversationId: string, toolNames: readonly string[]): Promise<PermissionsView> {
+export async function listPermissions(
+  prisma: PrismaClient,
+  conversationId: string,
+  toolNames: readonly string[],
+): Promise<PermissionsView> {
   const conv = await prisma.conversation.findUnique({
     where: { id: conversationId },
     select: { legacyLevel: true, permissions: { select: { tool: true, level: true, upgradedAt: true } } },
@@ -108,8 +115,19 @@ export interface PermissionEventView {
 export async function permissionHistory(prisma: PrismaClient, conversationId: string): Promise<PermissionEventView[]> {
   const conv = await prisma.conversation.findUnique({
     where: { id: conversationId },
-    select: { history: { orderBy: { id: 'asc' }, select: { tool: true, fromLevel: true, toLevel: true, at: true, actor: true } } },
+    select: {
+      history: {
+        orderBy: { id: 'asc' },
+        select: { tool: true, fromLevel: true, toLevel: true, at: true, actor: true },
+      },
+    },
   });
   if (!conv) throw new AppError('not_found', `Conversation not found: ${conversationId}`);
-  return conv.history.map((e) => ({ tool: e.tool, fromLevel: e.fromLevel, toLevel: e.toLevel, at: e.at.getTime(), actor: e.actor }));
+  return conv.history.map((e) => ({
+    tool: e.tool,
+    fromLevel: e.fromLevel,
+    toLevel: e.toLevel,
+    at: e.at.getTime(),
+    actor: e.actor,
+  }));
 }

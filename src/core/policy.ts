@@ -9,7 +9,11 @@ export const DENY_PATTERN_RE = /^[a-z0-9*-]{1,64}\/[a-z0-9*-]{1,64}$/;
 
 export const ZPolicy = z.object({
   deny: z
-    .array(z.string().regex(DENY_PATTERN_RE, 'must be tool/action with optional * wildcards, e.g. data-tool/* or */delete-*'))
+    .array(
+      z
+        .string()
+        .regex(DENY_PATTERN_RE, 'must be tool/action with optional * wildcards, e.g. data-tool/* or */delete-*'),
+    )
     .max(256)
     .default([]),
 });
@@ -20,7 +24,9 @@ export function readPolicy(value: unknown): TPolicy {
   const parsed = ZPolicy.safeParse(value);
   if (parsed.success) return parsed.data;
   const deny = (value as { deny?: unknown } | null)?.deny;
-  return { deny: Array.isArray(deny) ? deny.filter((p): p is string => typeof p === 'string' && DENY_PATTERN_RE.test(p)) : [] };
+  return {
+    deny: Array.isArray(deny) ? deny.filter((p): p is string => typeof p === 'string' && DENY_PATTERN_RE.test(p)) : [],
+  };
 }
 
 function compile(pattern: string): RegExp {

@@ -14,7 +14,10 @@ import { isValidId } from './resource-names';
 
 /** A pool or a client inside a transaction. */
 export interface Queryable {
-  query<R extends object = Record<string, unknown>>(text: string, values?: unknown[]): Promise<{ rows: R[]; rowCount: number | null }>;
+  query<R extends object = Record<string, unknown>>(
+    text: string,
+    values?: unknown[],
+  ): Promise<{ rows: R[]; rowCount: number | null }>;
 }
 
 interface ResourceRow {
@@ -77,7 +80,13 @@ export const resourceSql = {
   },
 
   /** undefined when the name is taken. */
-  async create(db: Queryable, conversationId: string, name: string, json: string, by: string): Promise<Resource | undefined> {
+  async create(
+    db: Queryable,
+    conversationId: string,
+    name: string,
+    json: string,
+    by: string,
+  ): Promise<Resource | undefined> {
     const { rows } = await db.query<ResourceRow>(
       `INSERT INTO resources (conversation_id, name, data, created_by, updated_by)
        VALUES ($1, $2, $3::jsonb, $4, $4)

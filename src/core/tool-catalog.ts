@@ -74,8 +74,9 @@ export class ToolCatalog {
     if (registry.ready) this.install(registry.current());
   }
 
+  /** True once the registry's first load finished (the router is then built on first use). */
   get ready(): boolean {
-    return this.snap !== undefined;
+    return this.snap !== undefined || this.registry.ready;
   }
 
   snapshot(): CatalogSnapshot {

@@ -98,7 +98,7 @@ export interface ToolDefinition {
 
 /** Identity typing helper that keeps each action's args typed from its schema. */
 export function defineAction<S extends z.ZodType>(action: ActionDefinition<S>): ActionDefinition {
-  return action as unknown as ActionDefinition;
+  return action;
 }
 
 export function defineTool(tool: ToolDefinition): ToolDefinition {

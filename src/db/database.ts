@@ -71,7 +71,8 @@ export function isDatabaseUnavailable(err: unknown): boolean {
       if (NODE_UNAVAILABLE.has(c) || PRISMA_UNAVAILABLE.has(c)) return true;
       if (/^08...$/.test(c) || /^57P0[123]$/.test(c) || c === '53300') return true;
     }
-    if (rec.kind === 'DatabaseNotReachable' || rec.kind === 'ConnectionClosed' || rec.kind === 'SocketTimeout') return true;
+    if (rec.kind === 'DatabaseNotReachable' || rec.kind === 'ConnectionClosed' || rec.kind === 'SocketTimeout')
+      return true;
     e = rec.cause;
   }
   return false;

@@ -5,16 +5,12 @@
  * run elsewhere sees the same history. No native engine binary is involved.
  */
 import { readFileSync, readdirSync, existsSync, statSync } from 'node:fs';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
-import { Pool } from 'pg';
+import { Client, Pool } from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
-import {
-  bindMigrationAwareSqlAdapterFactory,
-  ColumnTypeEnum,
-  type SqlQueryable,
-} from '@prisma/driver-adapter-utils';
+import { bindMigrationAwareSqlAdapterFactory, ColumnTypeEnum, type SqlQueryable } from '@prisma/driver-adapter-utils';
 import type * as EngineBg from '@prisma/schema-engine-wasm/schema_engine_bg' with { 'resolution-mode': 'import' };
 
 /** The slice of the WebAssembly API used here (Node has it; @types/node 20 does not declare it). */
@@ -28,7 +24,15 @@ declare const WebAssembly: {
 type SchemaEngine = EngineBg.SchemaEngine;
 type MigrationList = Parameters<SchemaEngine['applyMigrations']>[0]['migrationsList'];
 
-export const PROJECT_ROOT = resolve(__dirname, '..', '..');
+/** The directory of package.json: the same from src/db (tsx, jest) and from dist/src/db (node). */
+export const PROJECT_ROOT = findProjectRoot(__dirname);
+
+function findProjectRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`No package.json above ${from}`);
+  }
+}
 export const DEFAULT_MIGRATIONS_DIR = join(PROJECT_ROOT, 'prisma', 'migrations');
 export const DEFAULT_SCHEMA_PATH = join(PROJECT_ROOT, 'prisma', 'schema.prisma');
 
@@ -51,7 +55,7 @@ function loadEngineModule(): Promise<typeof EngineBg> {
       'schema_engine_bg.wasm',
     );
     const { instance } = await WebAssembly.instantiate(readFileSync(wasmPath), {
-      './schema_engine_bg.js': withUnrefTimers(bg as unknown as Record<string, unknown>),
+      './schema_engine_bg.js': withUnrefTimers(bg),
     });
     // The engine reports a Rust panic's message through this global before it throws.
     (globalThis as Record<string, unknown>).PRISMA_WASM_PANIC_REGISTRY ??= {
@@ -229,6 +233,25 @@ async function withEngine<T>(opts: MigrationOptions, fn: (engine: SchemaEngine) 
   }
 }
 
+/** Arbitrary, fixed: the key of the session advisory lock that serialises migrators. */
+const MIGRATION_LOCK_KEY = 727073690;
+
+/**
+ * Replicas starting together on one Postgres each try to migrate: the lock
+ * makes them take turns, and the later ones find nothing left to apply.
+ */
+async function withMigrationLock<T>(connectionString: string, fn: () => Promise<T>): Promise<T> {
+  const client = new Client(parseIntoClientConfig(connectionString));
+  await client.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
+    return await fn();
+  } finally {
+    await client.query('SELECT pg_advisory_unlock($1)', [MIGRATION_LOCK_KEY]).catch(() => undefined);
+    await client.end();
+  }
+}
+
 /** Applies pending migrations (up to and including `to`, when given). */
 export async function applyMigrations(opts: MigrationOptions): Promise<MigrationReport> {
   const migrationsDir = opts.migrationsDir ?? DEFAULT_MIGRATIONS_DIR;
@@ -241,13 +264,15 @@ export async function applyMigrations(opts: MigrationOptions): Promise<Migration
     }
     dirs = all.slice(0, stop + 1);
   }
-  const applied = await withEngine(opts, async (engine) => {
-    const out = await engine.applyMigrations({
-      migrationsList: migrationList(migrationsDir, dirs),
-      filters: { externalTables: [], externalEnums: [] },
-    });
-    return out.appliedMigrationNames;
-  });
+  const applied = await withMigrationLock(opts.connectionString, () =>
+    withEngine(opts, async (engine) => {
+      const out = await engine.applyMigrations({
+        migrationsList: migrationList(migrationsDir, dirs),
+        filters: { externalTables: [], externalEnums: [] },
+      });
+      return out.appliedMigrationNames;
+    }),
+  );
   return { applied, available: dirs };
 }
 

@@ -24,7 +24,8 @@ export function requestLogging(logger: Logger): RequestHandler {
       res.setHeader('X-Request-Id', id);
       return id;
     },
-    customLogLevel: (_req, res, err) => (err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info'),
+    customLogLevel: (_req, res, err) =>
+      err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
     serializers: {
       req: (req: { id: unknown; method: unknown; url: unknown }) => ({ id: req.id, method: req.method, url: req.url }),
       res: (res: { statusCode: unknown }) => ({ statusCode: res.statusCode }),
@@ -57,8 +58,10 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       return sendProblem(res, 'validation_failed', errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors);
     }
     const bodyError = err as { type?: unknown; status?: unknown };
-    if (bodyError.type === 'entity.too.large') return sendProblem(res, 'payload_too_large', 'Request body is larger than BODY_LIMIT');
-    if (bodyError.type === 'entity.parse.failed') return sendProblem(res, 'validation_failed', 'Request body is not valid JSON');
+    if (bodyError.type === 'entity.too.large')
+      return sendProblem(res, 'payload_too_large', 'Request body is larger than BODY_LIMIT');
+    if (bodyError.type === 'entity.parse.failed')
+      return sendProblem(res, 'validation_failed', 'Request body is not valid JSON');
     if (typeof bodyError.type === 'string' && bodyError.status === 415) {
       return sendProblem(res, 'validation_failed', 'Unsupported request body encoding');
     }

@@ -8,7 +8,11 @@ import { parseIntoClientConfig } from 'pg-connection-string';
 import { type TestDatabase, createEmptyDatabase, runMigrateCli } from '../support/db-server';
 
 const BASELINE = '20260101000000_m4_baseline';
-const ALL = [BASELINE, '20260102000000_m5_tool_permissions_and_shared_context', '20260102000100_m5_migrate_m4_permissions'];
+const ALL = [
+  BASELINE,
+  '20260102000000_m5_tool_permissions_and_shared_context',
+  '20260102000100_m5_migrate_m4_permissions',
+];
 
 async function query<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
   const client = new Client(parseIntoClientConfig(url));
@@ -118,7 +122,10 @@ describe('db:migrate', () => {
       'm4-writer': 2,
     });
     // The M4 document stays in place.
-    expect(convs.find((c) => c.id === 'm4-writer')?.state).toEqual({ currentLevel: 2, identity: { toolName: 'example-tool' } });
+    expect(convs.find((c) => c.id === 'm4-writer')?.state).toEqual({
+      currentLevel: 2,
+      identity: { toolName: 'example-tool' },
+    });
     expect(convs.find((c) => c.id === 'm4-string-state')?.state).toBe('high');
 
     const perms = await query<{ conversation_id: string; tool: string; level: number; upgraded_at: Date }>(
@@ -131,11 +138,20 @@ describe('db:migrate', () => {
     ]);
     expect(perms.every((p) => p.upgraded_at.toISOString() === '2025-06-01T12:00:00.123Z')).toBe(true);
 
-    const history = await query<{ conversation_id: string; tool: string; from_level: number | null; to_level: number; actor: string; at: Date }>(
+    const history = await query<{
+      conversation_id: string;
+      tool: string;
+      from_level: number | null;
+      to_level: number;
+      actor: string;
+      at: Date;
+    }>(
       db.url,
       'SELECT conversation_id, tool, from_level, to_level, actor, at FROM permission_history ORDER BY conversation_id',
     );
-    expect(history.map((h) => [h.conversation_id, h.tool, h.from_level, h.to_level, h.actor, h.at.toISOString()])).toEqual([
+    expect(
+      history.map((h) => [h.conversation_id, h.tool, h.from_level, h.to_level, h.actor, h.at.toISOString()]),
+    ).toEqual([
       ['m4-exec', 'data-tool', null, 3, 'm4-migration', '2025-06-01T12:00:00.123Z'],
       ['m4-writer', 'example-tool', null, 2, 'm4-migration', '2025-06-01T12:00:00.123Z'],
     ]);
@@ -144,7 +160,10 @@ describe('db:migrate', () => {
   it('keeps the permission history append-only while its conversation exists', async () => {
     expect((await runMigrateCli(db.url)).status).toBe(0);
     await query(db.url, "INSERT INTO conversations (id) VALUES ('c1')");
-    await query(db.url, "INSERT INTO permission_history (conversation_id, tool, to_level, actor) VALUES ('c1', 'data-tool', 2, 'test')");
+    await query(
+      db.url,
+      "INSERT INTO permission_history (conversation_id, tool, to_level, actor) VALUES ('c1', 'data-tool', 2, 'test')",
+    );
     await expect(query(db.url, 'UPDATE permission_history SET to_level = 3')).rejects.toThrow(/append-only/);
     await expect(query(db.url, 'DELETE FROM permission_history')).rejects.toThrow(/only with their conversation/);
     await query(db.url, "DELETE FROM conversations WHERE id = 'c1'");
@@ -154,7 +173,10 @@ describe('db:migrate', () => {
 
 describe('db:diff', () => {
   it('finds prisma/schema.prisma and prisma/migrations in agreement', async () => {
-    const r = await runMigrateCli(process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || '', ['--diff', '--check']);
+    const r = await runMigrateCli(process.env.TEST_DATABASE_URL || process.env.DATABASE_URL || '', [
+      '--diff',
+      '--check',
+    ]);
     expect(r.stderr).not.toContain('disagree');
     expect(r.stdout.trim()).toBe('');
     expect(r.status).toBe(0);

@@ -36,7 +36,11 @@ describe('operations', () => {
   });
 
   it('answers invalid JSON with problem+json 400', async () => {
-    const res = await request(t.app).post('/conversations').set('Content-Type', 'application/json').send('{"id": ').expect(400);
+    const res = await request(t.app)
+      .post('/conversations')
+      .set('Content-Type', 'application/json')
+      .send('{"id": ')
+      .expect(400);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(res.body.code).toBe('validation_failed');
   });

@@ -8,6 +8,8 @@ import { type Config, loadConfig } from '../../src/config';
 import { type Database, openDatabase } from '../../src/db/database';
 import { createLogger } from '../../src/logger';
 import type { Services } from '../../src/services';
+import { wireServices } from '../../src/bootstrap';
+import type { ToolRegistry } from '../../src/core/tool-registry';
 import { type TestDatabase, createMigratedDatabase } from './db-server';
 
 export interface TestApp {
@@ -15,6 +17,7 @@ export interface TestApp {
   services: Services;
   db: Database;
   database: TestDatabase;
+  registry: ToolRegistry;
   close(): Promise<void>;
 }
 
@@ -23,14 +26,17 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   const config: Config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', NODE_ENV: 'test', ...env });
   const logger = createLogger(config.logLevel);
   const db = openDatabase({ connectionString: database.url, poolSize: 5 });
-  const services: Services = { config, logger, db, toolsReady: () => true };
+  const { services, registry } = wireServices(config, logger, db, { debounceMs: 50 });
+  await registry.load();
   const app = buildApp(services);
   return {
     app,
     services,
     db,
     database,
+    registry,
     close: async () => {
+      await registry.close();
       await db.close();
       await database.close();
     },
