@@ -20,7 +20,13 @@ export interface Permissions {
 }
 
 export interface SetLevelBody {
-  level: PermissionLevel;
+  /**
+   * 1 read, 2 write, 3 execute.
+   * @isInt
+   * @minimum 1
+   * @maximum 3
+   */
+  level: number;
 }
 
 export interface LevelChange {
@@ -78,6 +84,6 @@ export class PermissionsController extends Controller {
     if (!this.services.catalog.snapshot().set.byName.has(tool)) {
       throw new AppError('not_found', `Unknown tool: ${tool.slice(0, 64)}`);
     }
-    return setToolLevel(this.services.db.prisma, id, tool, body.level, 'client');
+    return setToolLevel(this.services.db.prisma, id, tool, body.level as PermissionLevel, 'client');
   }
 }

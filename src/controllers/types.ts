@@ -1,9 +1,12 @@
-/** Types shared by the controllers, as they appear in the OpenAPI spec. */
+// Types shared by the controllers, as they appear in the OpenAPI spec. (A line comment:
+// tsoa reads only the first JSDoc block of a declaration, and a file header
+// block would be taken as the first type's.)
 
 /**
- * A conversation id or resource name: URL-safe.
- * @pattern ^[A-Za-z0-9:_-]{1,128}$
- * @example "conv-42"
+ * A conversation id or resource name: URL-safe, 1 to 128 of A-Z a-z 0-9 : _ -
+ * @pattern ^[A-Za-z0-9:_-]+$
+ * @minLength 1
+ * @maxLength 128
  */
 export type Id = string;
 

@@ -20,6 +20,7 @@ import {
   CANONICAL_SEPARATOR,
   MAX_NAME_LENGTH,
   PROVIDER_SEPARATOR,
+  parseQualified,
   providerName,
   qualifiedName,
   toKebabCase,
@@ -137,8 +138,7 @@ export class IntentRouter<E extends RouterEntry> {
    * throws), within `explicitTool` only when one is named.
    */
   route(action: string, explicitTool?: string): RouteResult<E> {
-    const hit =
-      explicitTool === undefined ? this.exact.get(action) : this.tools.get(explicitTool)?.exact.get(action);
+    const hit = explicitTool === undefined ? this.exact.get(action) : this.tools.get(explicitTool)?.exact.get(action);
     return hit ?? this.routeSlowly(action, explicitTool);
   }
 
@@ -186,9 +186,9 @@ export class IntentRouter<E extends RouterEntry> {
 
   /**
    * `tool/action` always names a tool (`/` occurs in no name). `tool_action`
-   * does only when the text before some `_` is a registered tool, because
-   * `create_resource` is just as likely snake_case for a bare action; the
-   * leftmost such `_` wins.
+   * does when the text before some `_` is a registered tool (the leftmost such
+   * `_` wins), or when it is a strict provider name that does not route as
+   * snake_case for a bare action (`remove_resource` is just as likely that).
    */
   private splitQualified(input: string): QualifiedInput<E> | undefined {
     const slash = input.indexOf(CANONICAL_SEPARATOR);
@@ -200,6 +200,12 @@ export class IntentRouter<E extends RouterEntry> {
       const toolText = input.slice(0, at);
       const scope = this.resolveTool(toolText);
       if (scope) return { toolText, scope, action: input.slice(at + 1) };
+    }
+    // A strict `tool_action` whose tool is not registered names an unknown
+    // tool, unless it reads as snake_case for a bare action that routes.
+    const strict = parseQualified(input);
+    if (strict?.form === 'provider' && this.routeBare(input).kind === 'no_tool') {
+      return { toolText: strict.tool, scope: undefined, action: strict.action };
     }
     return undefined;
   }
@@ -233,7 +239,7 @@ interface Candidate<E> {
 }
 
 /** Rows reused across distance computations, so a typo scan allocates nothing per name. */
-type DistanceRows = [Int32Array, Int32Array, Int32Array];
+export type DistanceRows = [Int32Array, Int32Array, Int32Array];
 
 /**
  * Everything approximate matching needs, precomputed: the names, the names
@@ -273,7 +279,7 @@ class ActionIndex<E extends RouterEntry> {
     const strongest = this.strongest(raw, kebab);
     const top = strongest[0];
     if (top && top.confidence >= minConfidence) return strongest;
-    return this.everything(raw, kebab, minConfidence);
+    return this.everything(kebab, minConfidence);
   }
 
   private strongest(raw: string, kebab: string): Candidate<E>[] {
@@ -285,15 +291,17 @@ class ActionIndex<E extends RouterEntry> {
     return synonyms.map((slot) => ({ slot, confidence: CONFIDENCE.synonym }));
   }
 
-  private everything(raw: string, kebab: string, minConfidence: number): Candidate<E>[] {
+  private everything(kebab: string, minConfidence: number): Candidate<E>[] {
     const best = new Map<NameSlot<E>, number>();
     const offer = (slot: NameSlot<E>, confidence: number): void => {
       // Neither routable nor worth suggesting: dropped now rather than sorted later.
       const useful = confidence > CONFIDENCE.suggestionFloor || confidence >= minConfidence;
       if (useful && confidence > (best.get(slot) ?? 0)) best.set(slot, confidence);
     };
-    for (const { slot, confidence } of this.strongest(raw, kebab)) offer(slot, confidence);
-    // The strongest stage stops at the first hit; a lower-ranked synonym is still worth suggesting.
+    // Unlike `strongest`, every stage runs: a synonym is worth suggesting next to a case variant.
+    // (No exact stage: an exact match, 1.0, always meets the threshold and never gets here.)
+    const normalised = this.byName.get(kebab);
+    if (normalised) offer(normalised, CONFIDENCE.normalised);
     for (const slot of this.bySynonymKey.get(synonymKey(kebab)) ?? []) offer(slot, CONFIDENCE.synonym);
     this.offerTypos(kebab, offer);
     this.offerSharedWords(kebab, offer);
@@ -359,11 +367,11 @@ function decide<E extends RouterEntry>(candidates: Candidate<E>[], minConfidence
   return { kind: 'tie', candidates: Object.freeze(tied.map(canonicalOf).sort(compareStrings)) };
 }
 
+/** Candidates at or below the suggestion floor never get this far (ActionIndex drops them). */
 function suggestionsFrom<E extends RouterEntry>(candidates: Candidate<E>[], cap: number): RouteSuggestion[] {
   const suggestions: RouteSuggestion[] = [];
   for (const { slot, confidence } of candidates) {
     const capped = Math.min(confidence, cap);
-    if (capped <= CONFIDENCE.suggestionFloor) break; // candidates are sorted
     for (const entry of slot.entries) {
       if (suggestions.length === MAX_SUGGESTIONS) return suggestions;
       suggestions.push({ action: canonicalOf(entry), confidence: capped });
@@ -394,9 +402,9 @@ function typoConfidence(distance: number, nameLength: number): number {
  * diagonal band |i - j| <= max can hold values <= max, so each row computes
  * 2 * max + 1 cells with a `max + 1` sentinel on either side; and the minimum
  * of a row never decreases, so a row entirely above `max` ends the search.
- * `b` must be at most MAX_NAME_LENGTH long (it is a registered name).
+ * Each row must hold b.length + 1 cells. Exported for its property test.
  */
-function boundedDamerau(a: string, b: string, max: number, rows: DistanceRows): number {
+export function boundedDamerau(a: string, b: string, max: number, rows: DistanceRows): number {
   if (Math.abs(a.length - b.length) > max) return max + 1;
   const over = max + 1;
   let twoBack = rows[0];
@@ -418,7 +426,16 @@ function boundedDamerau(a: string, b: string, max: number, rows: DistanceRows): 
 }
 
 /** Fills cells lo..hi of row i and returns their minimum. */
-function bandRow(a: string, b: string, i: number, lo: number, hi: number, twoBack: Int32Array, prev: Int32Array, cur: Int32Array): number {
+function bandRow(
+  a: string,
+  b: string,
+  i: number,
+  lo: number,
+  hi: number,
+  twoBack: Int32Array,
+  prev: Int32Array,
+  cur: Int32Array,
+): number {
   const ai = a.charCodeAt(i - 1);
   let rowMin = Number.MAX_SAFE_INTEGER;
   for (let j = lo; j <= hi; j++) {
@@ -438,7 +455,7 @@ function bandRow(a: string, b: string, i: number, lo: number, hi: number, twoBac
  * the ten digits folded onto five bits, `-` the last. Folding only weakens
  * the filter below, never makes it wrong.
  */
-function charMask(kebab: string): number {
+export function charMask(kebab: string): number {
   let mask = 0;
   for (let i = 0; i < kebab.length; i++) {
     const c = kebab.charCodeAt(i);
@@ -452,8 +469,9 @@ function charMask(kebab: string): number {
  * A necessary condition for an edit distance <= max: each insertion or
  * substitution brings in at most one character the other string lacks, each
  * deletion or substitution drops at most one, and a transposition neither.
+ * Exported, with charMask, for its property test.
  */
-function mayBeWithin(a: number, b: number, max: number): boolean {
+export function mayBeWithin(a: number, b: number, max: number): boolean {
   return bitCount(a & ~b) <= max && bitCount(b & ~a) <= max;
 }
 
@@ -546,7 +564,7 @@ function lacksAction<E>(tool: string, action: string, decision: Decision<E>): st
 
 /** Echoed input is bounded: it ends up in responses and logs. */
 function echo(text: string): string {
-  return false ? `${text.slice(0, MAX_ECHO_LENGTH - 1)}…` : text;
+  return text.length > MAX_ECHO_LENGTH ? `${text.slice(0, MAX_ECHO_LENGTH - 1)}…` : text;
 }
 
 function canonicalOf(entry: RouterEntry): string {

@@ -1,0 +1,175 @@
+/**
+ * negotiate over HTTP against the physical floor, in one run, under the same
+ * load: autocannon with 32 connections against (a) the real service and
+ * (b) bench/floor-server.ts, each in its own process, on the same Postgres.
+ *
+ *   BENCH_DATABASE_URL=postgresql://root@127.0.0.1:5432/postgres npx tsx bench/http-bench.ts
+ *
+ * A fresh database `orchestrator_bench` is created on that server (dropped
+ * again at the end). Client, servers and Postgres share the machine's cores,
+ * as they do in the reference figures of TOOLCHAIN-NOTES.md.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import autocannon from 'autocannon';
+import { Client } from 'pg';
+import { parseIntoClientConfig } from 'pg-connection-string';
+
+const ROOT = join(__dirname, '..');
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
+const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
+const DB_NAME = 'orchestrator_bench';
+const CONV = 'bench-conv';
+const RESOURCE = 'bench-doc';
+
+export interface HttpBenchRow {
+  case: string;
+  requestsPerSec: number;
+  p50Ms: number;
+  p99Ms: number;
+  non2xx: number;
+  errors: number;
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function admin(url: string, sql: string): Promise<void> {
+  const c = new Client(parseIntoClientConfig(url));
+  await c.connect();
+  try {
+    await c.query(sql);
+  } finally {
+    await c.end();
+  }
+}
+
+/** Starts a server process; resolves when it prints a line matching readyLine (or at once without one). */
+function start(script: string, env: Record<string, string>, readyLine?: RegExp): Promise<ChildProcess> {
+  const child = spawn(process.execPath, [require.resolve('tsx/cli'), join(ROOT, script)], {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  if (!readyLine) return Promise.resolve(child);
+  return new Promise((resolve, reject) => {
+    let out = '';
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (readyLine.test(out)) resolve(child);
+    });
+    child.on('exit', (code) => reject(new Error(`${script} exited with ${code}: ${out.slice(-2000)}`)));
+  });
+}
+
+/** Polls readiness (the process migrates and loads tools first), for at most 60 s. */
+async function waitReady(url: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline) {
+    if ((await fetch(url).catch(() => undefined))?.ok) return;
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  throw new Error(`${url} did not become ready`);
+}
+
+async function post(url: string, body: unknown): Promise<unknown> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  if (!res.ok) throw new Error(`${url} -> ${res.status} ${await res.text()}`);
+  return res.json();
+}
+
+async function load(name: string, url: string, body: unknown): Promise<HttpBenchRow> {
+  const result = await autocannon({
+    url,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+    connections: CONNECTIONS,
+    duration: DURATION_S,
+  });
+  return {
+    case: name,
+    requestsPerSec: Math.round(result.requests.average),
+    p50Ms: result.latency.p50,
+    p99Ms: result.latency.p99,
+    non2xx: result.non2xx,
+    errors: result.errors,
+  };
+}
+
+export async function runHttpBench(serverUrl: string): Promise<HttpBenchRow[]> {
+  await admin(serverUrl, `DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
+  await admin(serverUrl, `CREATE DATABASE "${DB_NAME}"`);
+  const u = new URL(serverUrl);
+  u.pathname = `/${DB_NAME}`;
+  const dbUrl = u.toString();
+  const [svcPort, floorPort] = [await freePort(), await freePort()];
+  const service = await start(
+    'src/server.ts',
+    { DATABASE_URL: dbUrl, PORT: String(svcPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'production' },
+  );
+  const floor = await start('bench/floor-server.ts', { DATABASE_URL: dbUrl, PORT: String(floorPort) }, /ready/);
+  try {
+    const svc = `http://127.0.0.1:${svcPort}`;
+    await waitReady(`${svc}/readyz`);
+    const negotiate = `${svc}/conversations/${CONV}/negotiate`;
+    await post(negotiate, { action: 'upgrade:data-tool:level-2' });
+    await post(negotiate, { action: 'create-resource', args: { name: RESOURCE, data: { n: 0, items: [1, 2, 3] } } });
+    const update = { name: RESOURCE, data: { n: 1, items: [1, 2, 3] } };
+    const floorUrl = `http://127.0.0.1:${floorPort}`;
+    // Warm both servers (JIT, pools) before measuring.
+    await load('warm-up', negotiate, { action: 'read-resource', args: { name: RESOURCE } });
+    await load('warm-up', `${floorUrl}/read/${CONV}/${RESOURCE}`, {});
+    return [
+      await load('floor: SELECT by primary key', `${floorUrl}/read/${CONV}/${RESOURCE}`, {}),
+      await load('negotiate read-resource', negotiate, { action: 'read-resource', args: { name: RESOURCE } }),
+      await load('floor: UPDATE ... RETURNING', `${floorUrl}/update/${CONV}/${RESOURCE}`, { data: update.data }),
+      await load('negotiate update-resource', negotiate, { action: 'update-resource', args: update }),
+    ];
+  } finally {
+    service.kill('SIGTERM');
+    floor.kill('SIGTERM');
+    await new Promise((r) => setTimeout(r, 500));
+    await admin(serverUrl, `DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
+  }
+}
+
+export function formatHttpBench(rows: HttpBenchRow[]): string {
+  const floorOf = (name: string): HttpBenchRow | undefined =>
+    rows.find(
+      (r) =>
+        r.case.startsWith('floor') && (name.includes('read') ? r.case.includes('SELECT') : r.case.includes('UPDATE')),
+    );
+  const lines = [
+    `| case | req/s | p50 ms | p99 ms | vs floor (throughput) | non-2xx | errors |`,
+    `|---|---:|---:|---:|---:|---:|---:|`,
+  ];
+  for (const r of rows) {
+    const floor = r.case.startsWith('floor') ? undefined : floorOf(r.case);
+    const ratio = floor ? (r.requestsPerSec / floor.requestsPerSec).toFixed(2) : '1.00 (floor)';
+    lines.push(`| ${r.case} | ${r.requestsPerSec} | ${r.p50Ms} | ${r.p99Ms} | ${ratio} | ${r.non2xx} | ${r.errors} |`);
+  }
+  return lines.join('\n');
+}
+
+if (require.main === module) {
+  const url = process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || 'postgresql://root@127.0.0.1:5432/postgres';
+  runHttpBench(url)
+    .then((rows) => process.stdout.write(`${formatHttpBench(rows)}\n`))
+    .catch((err: unknown) => {
+      process.stderr.write(`${err instanceof Error ? err.stack : String(err)}\n`);
+      process.exit(1);
+    });
+}
