@@ -1,0 +1,25 @@
+/**
+ * `npm run bench`: the router micro-benchmark, then negotiate over HTTP
+ * against the express + pg floor. Prints markdown tables; docs/BENCHMARKS.md
+ * records a run. The HTTP part needs a Postgres server that allows CREATE
+ * DATABASE: BENCH_DATABASE_URL, else DATABASE_URL, else the machine's
+ * postgresql://root@127.0.0.1:5432/postgres.
+ */
+import { cpus } from 'node:os';
+import { formatHttpBench, runHttpBench } from './http-bench';
+import { formatRouterBench, runRouterBench } from './router-bench';
+
+async function main(): Promise<void> {
+  const cpu = cpus()[0]?.model ?? 'unknown CPU';
+  process.stdout.write(`Machine: ${cpus().length} cores (${cpu}), Node ${process.version}\n\n`);
+  process.stdout.write('## Intent router alone\n\n');
+  process.stdout.write(`${formatRouterBench(await runRouterBench())}\n\n`);
+  const url = process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || 'postgresql://root@127.0.0.1:5432/postgres';
+  process.stdout.write('## negotiate over HTTP vs the express + pg floor\n\n');
+  process.stdout.write(`${formatHttpBench(await runHttpBench(url))}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(1);
+});

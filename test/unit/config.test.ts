@@ -1,0 +1,62 @@
+import { ConfigError, loadConfig } from '../../src/config';
+
+describe('configuration', () => {
+  it('has sensible defaults', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      port: 3000,
+      host: '0.0.0.0',
+      databaseUrl: undefined,
+      logLevel: 'info',
+      migrateOnStart: true,
+      bodyLimit: 1024 * 1024,
+      resourceMaxBytes: 262144,
+      routerMinConfidence: 0.8,
+      toolsHotReload: true,
+    });
+    expect(c.dataDir).toMatch(/\.data$/);
+    expect(c.exportDir).toMatch(/\.data\/exports$/);
+  });
+
+  it('treats empty strings as unset', () => {
+    const c = loadConfig({ PORT: '', DATABASE_URL: '  ', MIGRATE_ON_START: '' });
+    expect(c.port).toBe(3000);
+    expect(c.databaseUrl).toBeUndefined();
+    expect(c.migrateOnStart).toBe(true);
+  });
+
+  it('parses sizes, booleans and numbers', () => {
+    const c = loadConfig({
+      BODY_LIMIT: '512kb',
+      RESOURCE_MAX_BYTES: '1024',
+      MIGRATE_ON_START: 'false',
+      ROUTER_MIN_CONFIDENCE: '0.9',
+      NODE_ENV: 'production',
+    });
+    expect(c.bodyLimit).toBe(512 * 1024);
+    expect(c.resourceMaxBytes).toBe(1024);
+    expect(c.migrateOnStart).toBe(false);
+    expect(c.routerMinConfidence).toBe(0.9);
+    expect(c.toolsHotReload).toBe(false);
+  });
+
+  it.each([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['DATABASE_URL', 'mysql://x'],
+    ['LOG_LEVEL', 'loud'],
+    ['MIGRATE_ON_START', 'maybe'],
+    ['BODY_LIMIT', 'lots'],
+    ['RESOURCE_MAX_BYTES', '0'],
+    ['ROUTER_MIN_CONFIDENCE', '1.5'],
+  ])('refuses %s=%s with a message that names it', (key, value) => {
+    let error: unknown;
+    try {
+      loadConfig({ [key]: value });
+    } catch (e) {
+      error = e;
+    }
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as Error).message).toContain(key);
+  });
+});
