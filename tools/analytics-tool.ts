@@ -133,6 +133,7 @@ export default defineTool({
         name: ZResourceName,
         field: z.string().min(1).max(128).optional().describe('Field to take the numbers from'),
       }),
+      prefetch: ({ name }) => name,
       handler: async ({ name, field }, ctx) => {
         const resource = await requireResource(ctx.sharedContext, name);
         return { name, ...summarize(resource.data, field) };

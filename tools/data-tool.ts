@@ -40,6 +40,7 @@ export default defineTool({
       level: 1,
       input: z.object({ name: ZResourceName }),
       handler: ({ name }, ctx) => requireResource(ctx.sharedContext, name),
+      prefetch: ({ name }) => name,
     }),
     'update-resource': defineAction({
       description: 'Replace the data of the existing resource `name` with `data` (the whole value).',

@@ -171,6 +171,7 @@ export default defineTool({
         'an array of scalars, or one object.',
       level: 1,
       input: z.object({ name: ZResourceName, format: ZFormat }),
+      prefetch: ({ name }) => name,
       handler: async ({ name, format }, ctx) => {
         const resource = await requireResource(ctx.sharedContext, name);
         return { name, format, content: exportContent(resource.data, format) };

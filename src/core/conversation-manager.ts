@@ -13,7 +13,7 @@ import { deniedBy } from './policy';
 import { SqlSharedContext, type Queryable } from './shared-context';
 import type { CatalogSnapshot, RoutedAction, ToolCatalog, ToolView } from './tool-catalog';
 import { baseAlignment } from './tool-catalog';
-import { ToolError, type Alignment, type Level, type ToolLogger } from './tool-interface';
+import { ToolError, type Alignment, type Level, type Resource, type ToolLogger } from './tool-interface';
 
 export interface NegotiateRequest {
   action: string;
@@ -153,7 +153,11 @@ export class ConversationManager {
       confidence: how.confidence,
       explicit: how.explicit,
     };
-    const ctx = await loadDecisionContext(this.deps.pool, conversationId, action.tool, !req.dryRun);
+    // Args are parsed first only to learn a read action's declared resource;
+    // their errors are reported after the permission decision, as before.
+    const parsed = action.parseArgs(req.args ?? {});
+    const prefetch = parsed.ok && !req.dryRun ? action.prefetch?.(parsed.value) : undefined;
+    const ctx = await loadDecisionContext(this.deps.pool, conversationId, action.tool, !req.dryRun, prefetch);
 
     const deny = deniedBy(ctx.policy, action.qualifiedName);
     if (deny) {
@@ -172,7 +176,6 @@ export class ConversationManager {
         routing,
       });
     }
-    const parsed = action.parseArgs(req.args ?? {});
     if (!parsed.ok) {
       return fail(400, 'invalid_args', `Invalid args for ${action.qualifiedName}: ${parsed.path}: ${parsed.message}`, {
         alignment,
@@ -180,7 +183,7 @@ export class ConversationManager {
       });
     }
     if (req.dryRun) return { status: 200, result: { success: true, alignment, routing } };
-    return this.run(conversationId, entry, parsed.value, { alignment, routing });
+    return this.run(conversationId, entry, parsed.value, { alignment, routing }, ctx.prefetched);
   }
 
   private async run(
@@ -188,6 +191,7 @@ export class ConversationManager {
     entry: RoutedAction,
     args: Record<string, unknown>,
     decided: { alignment: Alignment; routing: Routing },
+    prefetched?: { name: string; resource: Resource | null },
   ): Promise<NegotiationOutcome> {
     const action = entry.loaded;
     const tx = new LazyTransaction(this.deps.pool);
@@ -198,6 +202,7 @@ export class ConversationManager {
       maxBytes: this.deps.resourceMaxBytes,
       db: readOnly ? () => Promise.resolve(this.deps.pool) : () => tx.client(),
       readOnly,
+      prefetched,
     });
     try {
       const output = await action.run(args, {

@@ -9,7 +9,8 @@ import { AppError } from '../http/problem';
 import { conversationState, type M5State } from './conversation-migration';
 import { readPolicy, type TPolicy } from './policy';
 import type { Queryable } from './shared-context';
-import { resourceSql } from './shared-context';
+import { prepared, resourceSql, toResource, type ResourceRow } from './shared-context';
+import type { Resource } from './tool-interface';
 
 export interface ConversationView {
   id: string;
@@ -98,37 +99,84 @@ export async function getConversationState(prisma: PrismaClient, db: Queryable, 
   return conversationState(row.legacyLevel, row.permissions, resources);
 }
 
+const DECISION_SELECT = `
+  SELECT c.legacy_level, c.policy, p.level
+  FROM conversations c LEFT JOIN tool_permissions p ON p.conversation_id = c.id AND p.tool = $2
+  WHERE c.id = $1`;
+
+/** The same, plus the one resource a read action declared it will read. */
+const DECISION_SELECT_PREFETCH = `
+  SELECT c.legacy_level, c.policy, p.level,
+         r.name, r.data, r.created_by, r.updated_by, r.created_at, r.updated_at, r.version
+  FROM conversations c
+  LEFT JOIN tool_permissions p ON p.conversation_id = c.id AND p.tool = $2
+  LEFT JOIN resources r ON r.conversation_id = c.id AND r.name = $3
+  WHERE c.id = $1`;
+
+/** Creates the conversation unless a concurrent request just did, and reads it either way. */
+const DECISION_CREATE = `
+  WITH created AS (
+    INSERT INTO conversations (id) VALUES ($1) ON CONFLICT (id) DO NOTHING
+    RETURNING id, legacy_level, policy
+  ), conv AS (
+    SELECT id, legacy_level, policy FROM created
+    UNION ALL
+    SELECT id, legacy_level, policy FROM conversations WHERE id = $1
+  )
+  SELECT conv.legacy_level, conv.policy, p.level
+  FROM conv LEFT JOIN tool_permissions p ON p.conversation_id = conv.id AND p.tool = $2
+  LIMIT 1`;
+
+type DecisionRow = { legacy_level: number | null; policy: unknown; level: number | null } & Partial<
+  Record<keyof ResourceRow, unknown>
+>;
+
+export interface DecisionContext {
+  exists: boolean;
+  legacyLevel: number | null;
+  policy: TPolicy;
+  explicitLevel: number | null;
+  /** With `prefetch`: the resource as read in the same statement, or null when it does not exist. */
+  prefetched?: { name: string; resource: Resource | null };
+}
+
 /**
- * What negotiate needs to decide, in one round trip: the conversation's policy
- * and legacy level and the tool's explicit level. With `create`, a
- * conversation never seen before is created by the same statement.
+ * What negotiate needs to decide, in one round trip for a known
+ * conversation: its policy and legacy level and the tool's explicit level,
+ * and (`prefetch`) the one resource a read action declared. With `create`, a
+ * conversation never seen before is created (one more round trip, once per
+ * conversation; it has no resources yet).
  */
 export async function loadDecisionContext(
   db: Queryable,
   conversationId: string,
   tool: string,
   create: boolean,
-): Promise<{ exists: boolean; legacyLevel: number | null; policy: TPolicy; explicitLevel: number | null }> {
-  const sql = create
-    ? `WITH created AS (
-         INSERT INTO conversations (id) VALUES ($1) ON CONFLICT (id) DO NOTHING
-         RETURNING id, legacy_level, policy
-       ), conv AS (
-         SELECT id, legacy_level, policy FROM created
-         UNION ALL
-         SELECT id, legacy_level, policy FROM conversations WHERE id = $1
-       )
-       SELECT conv.legacy_level, conv.policy, p.level
-       FROM conv LEFT JOIN tool_permissions p ON p.conversation_id = conv.id AND p.tool = $2
-       LIMIT 1`
-    : `SELECT c.legacy_level, c.policy, p.level
-       FROM conversations c LEFT JOIN tool_permissions p ON p.conversation_id = c.id AND p.tool = $2
-       WHERE c.id = $1`;
-  const { rows } = await db.query<{ legacy_level: number | null; policy: unknown; level: number | null }>(sql, [
-    conversationId,
-    tool,
-  ]);
-  const row = rows[0];
+  prefetch?: string,
+): Promise<DecisionContext> {
+  const first =
+    prefetch === undefined
+      ? await prepared<DecisionRow>(db, 'decision_select', DECISION_SELECT, [conversationId, tool])
+      : await prepared<DecisionRow>(db, 'decision_prefetch', DECISION_SELECT_PREFETCH, [
+          conversationId,
+          tool,
+          prefetch,
+        ]);
+  let row = first.rows[0];
+  // Only a row of the prefetching statement says whether the resource exists.
+  const prefetched =
+    row && prefetch !== undefined
+      ? { name: prefetch, resource: row.name == null ? null : toResource(row as unknown as ResourceRow) }
+      : undefined;
+  if (!row && create) {
+    row = (await prepared<DecisionRow>(db, 'decision_create', DECISION_CREATE, [conversationId, tool])).rows[0];
+  }
   if (!row) return { exists: false, legacyLevel: null, policy: { deny: [] }, explicitLevel: null };
-  return { exists: true, legacyLevel: row.legacy_level, policy: readPolicy(row.policy), explicitLevel: row.level };
+  return {
+    exists: true,
+    legacyLevel: row.legacy_level,
+    policy: readPolicy(row.policy),
+    explicitLevel: row.level,
+    ...(prefetched ? { prefetched } : {}),
+  };
 }

@@ -15,12 +15,25 @@ import { isValidId } from './resource-names';
 /** A pool or a client inside a transaction. */
 export interface Queryable {
   query<R extends object = Record<string, unknown>>(
-    text: string,
+    query: string | { name?: string; text: string; values?: unknown[] },
     values?: unknown[],
   ): Promise<{ rows: R[]; rowCount: number | null }>;
 }
 
-interface ResourceRow {
+/**
+ * A named (prepared) statement: Postgres parses and plans it once per
+ * connection instead of on every call, which matters on the negotiate path.
+ */
+export function prepared<R extends object>(
+  db: Queryable,
+  name: string,
+  text: string,
+  values: unknown[],
+): Promise<{ rows: R[]; rowCount: number | null }> {
+  return db.query<R>({ name, text, values });
+}
+
+export interface ResourceRow {
   name: string;
   data: unknown;
   created_by: string;
@@ -72,7 +85,9 @@ export function notFound(name: string): ToolError {
 /** The resource statements, each one round trip. */
 export const resourceSql = {
   async get(db: Queryable, conversationId: string, name: string): Promise<Resource | undefined> {
-    const { rows } = await db.query<ResourceRow>(
+    const { rows } = await prepared<ResourceRow>(
+      db,
+      'resource_get',
       `SELECT ${COLUMNS} FROM resources WHERE conversation_id = $1 AND name = $2`,
       [conversationId, name],
     );
@@ -87,7 +102,9 @@ export const resourceSql = {
     json: string,
     by: string,
   ): Promise<Resource | undefined> {
-    const { rows } = await db.query<ResourceRow>(
+    const { rows } = await prepared<ResourceRow>(
+      db,
+      'resource_create',
       `INSERT INTO resources (conversation_id, name, data, created_by, updated_by)
        VALUES ($1, $2, $3::jsonb, $4, $4)
        ON CONFLICT (conversation_id, name) DO NOTHING
@@ -106,7 +123,9 @@ export const resourceSql = {
     by: string,
     expectedVersion?: number,
   ): Promise<Resource | undefined> {
-    const { rows } = await db.query<ResourceRow>(
+    const { rows } = await prepared<ResourceRow>(
+      db,
+      'resource_update',
       `UPDATE resources
        SET data = $3::jsonb, updated_by = $4, updated_at = now(), version = version + 1
        WHERE conversation_id = $1 AND name = $2 AND ($5::int IS NULL OR version = $5::int)
@@ -124,7 +143,9 @@ export const resourceSql = {
     json: string,
     by: string,
   ): Promise<{ resource: Resource; created: boolean }> {
-    const { rows } = await db.query<ResourceRow & { created: boolean }>(
+    const { rows } = await prepared<ResourceRow & { created: boolean }>(
+      db,
+      'resource_upsert',
       `INSERT INTO resources (conversation_id, name, data, created_by, updated_by)
        VALUES ($1, $2, $3::jsonb, $4, $4)
        ON CONFLICT (conversation_id, name) DO UPDATE
@@ -139,7 +160,9 @@ export const resourceSql = {
 
   /** false when missing (or, with expectedVersion, when the version differs). */
   async delete(db: Queryable, conversationId: string, name: string, expectedVersion?: number): Promise<boolean> {
-    const { rowCount } = await db.query(
+    const { rowCount } = await prepared<Record<string, unknown>>(
+      db,
+      'resource_delete',
       `DELETE FROM resources WHERE conversation_id = $1 AND name = $2 AND ($3::int IS NULL OR version = $3::int)`,
       [conversationId, name, expectedVersion ?? null],
     );
@@ -152,7 +175,9 @@ export const resourceSql = {
     conversationId: string,
     opts: { prefix?: string; createdBy?: string; after?: string; limit?: number },
   ): Promise<Resource[]> {
-    const { rows } = await db.query<ResourceRow>(
+    const { rows } = await prepared<ResourceRow>(
+      db,
+      'resource_list',
       `SELECT ${COLUMNS} FROM resources
        WHERE conversation_id = $1
          AND ($2::text IS NULL OR starts_with(name, $2::text))
@@ -174,6 +199,8 @@ export interface SharedContextOptions {
   db: () => Promise<Queryable>;
   /** Level-1 (read) actions get a context that refuses writes. */
   readOnly: boolean;
+  /** A resource already read with the permission check (a read action's declared prefetch). */
+  prefetched?: { name: string; resource: Resource | null };
 }
 
 /** The SharedContext a tool is given: bound to one conversation and one tool. */
@@ -198,6 +225,8 @@ export class SqlSharedContext implements SharedContext {
 
   async getResource(name: string): Promise<Resource | undefined> {
     assertResourceName(name);
+    const early = this.o.prefetched;
+    if (early && early.name === name) return early.resource ?? undefined;
     return resourceSql.get(await this.o.db(), this.o.conversationId, name);
   }
 

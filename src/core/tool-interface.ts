@@ -87,6 +87,14 @@ export interface ActionDefinition<S extends z.ZodType = z.ZodType> {
   /** zod schema of the args; an object schema (published as JSON Schema). */
   input: S;
   handler: (args: z.output<S>, ctx: ToolContext<z.output<S>>) => unknown;
+  /**
+   * Optional, for read-level actions: the name of the one resource the
+   * handler will read, derived from the validated args. The service then
+   * fetches it in the same database round trip as the permission check, and
+   * the handler's `getResource(name)` is answered from there. A hint only:
+   * the handler behaves the same without it.
+   */
+  prefetch?: (args: z.output<S>) => string | undefined;
 }
 
 export interface ToolDefinition {

@@ -42,6 +42,8 @@ export interface LoadedAction {
   parseArgs(args: unknown): ParseArgsResult;
   /** Runs the action on args already accepted by parseArgs; returns its output. */
   run(args: Record<string, unknown>, ctx: ToolContext): Promise<unknown>;
+  /** The resource a read-level action declares it will read (ActionDefinition.prefetch). */
+  prefetch?: (args: Record<string, unknown>) => string | undefined;
 }
 
 export type ParseArgsResult =
@@ -143,6 +145,9 @@ const ZActionDefinition = z.object({
   level: ZLevel,
   input: z.custom<z.ZodType>(isZodSchema, 'must be a zod 4 schema'),
   handler: z.custom<ActionDefinition['handler']>((v) => typeof v === 'function', 'must be a function'),
+  prefetch: z
+    .custom<NonNullable<ActionDefinition['prefetch']>>((v) => typeof v === 'function', 'must be a function')
+    .optional(),
 });
 
 const ZToolDefinition = z.object({
@@ -216,6 +221,7 @@ interface ActionSpec {
   level: Level;
   schema: z.ZodType;
   run: LoadedAction['run'];
+  prefetch?: LoadedAction['prefetch'];
 }
 
 function makeAction(spec: ActionSpec): LoadedAction {
@@ -230,6 +236,8 @@ function makeAction(spec: ActionSpec): LoadedAction {
     inputSchema: argsJsonSchema(spec.schema),
     parseArgs: argsParser(spec.schema),
     run: spec.run,
+    // Only reads may be answered early: a write must see its transaction's state.
+    ...(spec.prefetch && spec.level === 1 ? { prefetch: spec.prefetch } : {}),
   });
 }
 
@@ -250,6 +258,7 @@ function fromDefinition(value: unknown, source: string): LoadedTool {
       schema: action.input,
       // The handler sees the parsed args in ctx.args too, whatever the caller put there.
       run: async (args, ctx) => await action.handler(args, { ...ctx, action: name, args }),
+      prefetch: action.prefetch,
     }),
   );
   return freezeTool({ name: def.name, version: def.version, description: def.description, source }, actions);

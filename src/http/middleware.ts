@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { ValidateError } from '@tsoa/runtime';
 import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
-import { pinoHttp } from 'pino-http';
 import { isDatabaseUnavailable } from '../db/database';
 import type { Logger } from '../logger';
 import { AppError, type FieldError, type ProblemCode, problemOf } from './problem';
@@ -14,23 +13,35 @@ export function sendProblem(res: Response, code: ProblemCode, detail: string, er
   res.status(problem.status).type('application/problem+json').json(problem);
 }
 
-/** Takes a well-formed X-Request-Id or makes one, returns it, and logs each request with it. */
+declare module 'express-serve-static-core' {
+  interface Request {
+    /** The request id, also sent back as X-Request-Id. */
+    id?: string;
+  }
+}
+
+/**
+ * Takes a well-formed X-Request-Id or makes one, returns it, and logs one
+ * line per request when it finishes. Hand-written rather than pino-http: that
+ * builds a child logger per request, which cost a quarter of the negotiate
+ * path's throughput (docs/BENCHMARKS.md); this logs through the one logger.
+ */
 export function requestLogging(logger: Logger): RequestHandler {
-  return pinoHttp({
-    logger,
-    genReqId: (req, res) => {
-      const given = req.headers['x-request-id'];
-      const id = typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
-      res.setHeader('X-Request-Id', id);
-      return id;
-    },
-    customLogLevel: (_req, res, err) =>
-      err || res.statusCode >= 500 ? 'error' : res.statusCode >= 400 ? 'warn' : 'info',
-    serializers: {
-      req: (req: { id: unknown; method: unknown; url: unknown }) => ({ id: req.id, method: req.method, url: req.url }),
-      res: (res: { statusCode: unknown }) => ({ statusCode: res.statusCode }),
-    },
-  });
+  return (req, res, next) => {
+    const given = req.headers['x-request-id'];
+    const id = typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
+    req.id = id;
+    res.setHeader('X-Request-Id', id);
+    const start = process.hrtime.bigint();
+    res.on('finish', () => {
+      const status = res.statusCode;
+      const level = status >= 500 ? 'error' : status >= 400 ? 'warn' : 'info';
+      if (!logger.isLevelEnabled(level)) return;
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
+      logger[level]({ reqId: id, method: req.method, url: req.originalUrl, status, ms }, 'request completed');
+    });
+    next();
+  };
 }
 
 export const notFound: RequestHandler = (req, res) => {
