@@ -3,7 +3,19 @@ import eslint from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['prisma.config.ts', 'dist/', 'node_modules/', 'src/generated/', 'coverage/', '.data/', 'openapi/', '**/*.js', '**/*.mjs'] },
+  {
+    ignores: [
+      'prisma.config.ts',
+      'dist/',
+      'node_modules/',
+      'src/generated/',
+      'coverage/',
+      '.data/',
+      'openapi/',
+      '**/*.js',
+      '**/*.mjs',
+    ],
+  },
   eslint.configs.recommended,
   ...tseslint.configs.recommendedTypeChecked,
   {

@@ -116,10 +116,13 @@ export async function runHttpBench(serverUrl: string): Promise<HttpBenchRow[]> {
   u.pathname = `/${DB_NAME}`;
   const dbUrl = u.toString();
   const [svcPort, floorPort] = [await freePort(), await freePort()];
-  const service = await start(
-    'src/server.ts',
-    { DATABASE_URL: dbUrl, PORT: String(svcPort), HOST: '127.0.0.1', LOG_LEVEL: 'warn', NODE_ENV: 'production' },
-  );
+  const service = await start('src/server.ts', {
+    DATABASE_URL: dbUrl,
+    PORT: String(svcPort),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'warn',
+    NODE_ENV: 'production',
+  });
   const floor = await start('bench/floor-server.ts', { DATABASE_URL: dbUrl, PORT: String(floorPort) }, /ready/);
   try {
     const svc = `http://127.0.0.1:${svcPort}`;

@@ -29,7 +29,13 @@ interface Running {
 
 async function startServer(dataDir: string): Promise<Running> {
   const port = await freePort();
-  const env: NodeJS.ProcessEnv = { ...process.env, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info' };
+  const env: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATA_DIR: dataDir,
+    LOG_LEVEL: 'info',
+  };
   delete env.DATABASE_URL;
   delete env.TEST_DATABASE_URL;
   const child = spawn(process.execPath, [require.resolve('tsx/cli'), join(ROOT, 'src', 'server.ts')], {
@@ -38,8 +44,8 @@ async function startServer(dataDir: string): Promise<Running> {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   const url = `http://127.0.0.1:${port}`;
   // Readiness is polled: the process first starts PGlite and migrates.
