@@ -1,7 +1,8 @@
 import { Body, Controller, Path, Post, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { Problem } from '../http/problem';
 import type { Services } from '../services';
-import type { AlignmentValue, Id, JsonObject } from './types';
+import type { NegotiationResult } from '../core/conversation-manager';
+import type { Id, JsonObject } from './types';
 
 export interface NegotiateBody {
   /**
@@ -22,33 +23,6 @@ export interface NegotiateBody {
   tool?: string;
   /** Route and decide permissions, but execute nothing. */
   dryRun?: boolean;
-}
-
-export interface RoutingInfo {
-  tool: string;
-  action: string;
-  /** 1.0 for an exact match; approximate matches are lower. */
-  confidence: number;
-  /** true when the tool was named (qualified action or `tool`). */
-  explicit: boolean;
-}
-
-export interface NegotiationResult {
-  success: boolean;
-  /** The action's output; on `no_tool` `{suggestions}`, on `ambiguous_action` `{candidates}`. */
-  output?: unknown;
-  /** Human-readable, safe to show. */
-  error?: string;
-  /**
-   * Machine-readable: invalid_args, no_tool, unknown_tool, ambiguous_action,
-   * permission_required, denied, resource_not_found, resource_exists,
-   * resource_too_large, tool_error.
-   */
-  code?: string;
-  requiresApproval?: boolean;
-  approvalReason?: string;
-  alignment?: AlignmentValue;
-  routing?: RoutingInfo;
 }
 
 @Route('conversations')

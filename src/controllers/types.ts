@@ -18,16 +18,4 @@ export type AlignmentValue = 'aligned' | 'agnostic' | 'contradiction';
 /** Any JSON object. */
 export type JsonObject = { [key: string]: unknown };
 
-export interface Resource {
-  name: string;
-  /** Any JSON value. */
-  data: unknown;
-  /** Tool name, or `client` for the REST endpoints. */
-  createdBy: string;
-  updatedBy: string;
-  /** Epoch milliseconds. */
-  createdAt: number;
-  updatedAt: number;
-  /** Starts at 1 and grows by 1 on each update. */
-  version: number;
-}
+export type { Resource } from '../core/tool-interface';

@@ -25,14 +25,23 @@ export interface NegotiateRequest {
 export interface Routing {
   tool: string;
   action: string;
+  /** 1.0 for an exact match; approximate matches are lower. */
   confidence: number;
+  /** true when the tool was named (qualified action or `tool`). */
   explicit: boolean;
 }
 
 export interface NegotiationResult {
   success: boolean;
+  /** The action's output; on `no_tool` `{suggestions}`, on `ambiguous_action` `{candidates}`. */
   output?: unknown;
+  /** Human-readable, safe to show. */
   error?: string;
+  /**
+   * Machine-readable: invalid_args, no_tool, unknown_tool, ambiguous_action,
+   * permission_required, denied, resource_not_found, resource_exists,
+   * resource_too_large, tool_error.
+   */
   code?: string;
   requiresApproval?: boolean;
   approvalReason?: string;

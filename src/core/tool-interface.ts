@@ -20,14 +20,18 @@ export type Level = 1 | 2 | 3;
 export const LEVELS: readonly Level[] = [1, 2, 3];
 export type Alignment = 'aligned' | 'agnostic' | 'contradiction';
 
-/** A resource of the conversation's shared context. Timestamps are epoch ms. */
+/** A resource of the conversation's shared context. */
 export interface Resource {
   name: string;
+  /** Any JSON value. */
   data: unknown;
+  /** Tool name, or `client` for the REST endpoints. */
   createdBy: string;
   updatedBy: string;
+  /** Epoch milliseconds. */
   createdAt: number;
   updatedAt: number;
+  /** Starts at 1 and grows by 1 on each update. */
   version: number;
 }
 
