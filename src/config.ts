@@ -22,7 +22,8 @@ const ZBytes = z
   })
   .pipe(z.number().int().min(1, 'must be at least 1 byte'));
 
-const ZPath = z.string().transform((p) => (isAbsolute(p) ? p : resolve(process.cwd(), p)));
+const toAbsolute = (p: string): string => (isAbsolute(p) ? p : resolve(process.cwd(), p));
+const ZPath = z.string().transform(toAbsolute);
 
 export const ZConfig = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
@@ -32,7 +33,8 @@ export const ZConfig = z.object({
     .string()
     .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
     .optional(),
-  DATA_DIR: ZPath.default('.data'),
+  // zod 4 returns a default as the output, skipping transforms: resolve after it.
+  DATA_DIR: z.string().default('.data').transform(toAbsolute),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   MIGRATE_ON_START: ZBoolean.default(true),
   BODY_LIMIT: ZBytes.default(1024 * 1024),

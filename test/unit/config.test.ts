@@ -14,7 +14,7 @@ describe('configuration', () => {
       routerMinConfidence: 0.8,
       toolsHotReload: true,
     });
-    expect(c.dataDir).toMatch(/\.data$/);
+    expect(c.dataDir).toBe(`${process.cwd()}/.data`);
     expect(c.exportDir).toMatch(/\.data\/exports$/);
   });
 
