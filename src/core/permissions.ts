@@ -80,7 +80,7 @@ export interface PermissionsView {
   tools: ToolPermissionView[];
 }
 
-/** One row per registered tool (and per tool with an explicit level that is no longer registered). */
+/** One row per registered tool (an explicit level of a tool no longer registered stays stored, unlisted). */
 export async function listPermissions(
   prisma: PrismaClient,
   conversationId: string,
@@ -92,7 +92,7 @@ export async function listPermissions(
   });
   if (!conv) throw new AppError('not_found', `Conversation not found: ${conversationId}`);
   const explicit = new Map(conv.permissions.map((p) => [p.tool, p]));
-  const names = [...new Set([...toolNames, ...explicit.keys()])].sort();
+  const names = [...toolNames].sort();
   return {
     conversationId,
     legacyLevel: conv.legacyLevel,
