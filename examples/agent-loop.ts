@@ -1,0 +1,211 @@
+/**
+ * An agent loop against a running service, offline: the "model" is a scripted
+ * transcript of the tool calls an OpenAI-style model would emit. Each turn:
+ *   (a) fetch the definitions in OpenAI format (what a real loop hands the model),
+ *   (b) check the model only called tools it was offered,
+ *   (c) route each call through POST /conversations/{id}/negotiate,
+ *   (d) on `permission_required`, let the conversation's owner approve with
+ *       PUT /conversations/{id}/permissions/{tool} and retry once,
+ *   (e) feed each result back as a `tool` message.
+ *
+ *   npx tsx examples/agent-loop.ts --base-url http://localhost:3000 \
+ *     --transcript examples/transcripts/pipeline.json [--conversation my-id]
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+
+/** A tool call as the model emits it; OpenAI sends `arguments` as a JSON string. */
+export interface ScriptedCall {
+  name: string;
+  arguments: Record<string, unknown> | string;
+}
+
+/** One model turn: either tool calls or the final answer. */
+export type ScriptedTurn = { tool_calls: ScriptedCall[] } | { content: string };
+
+export interface Transcript {
+  /** The user's request that starts the conversation. */
+  user: string;
+  turns: ScriptedTurn[];
+}
+
+/** The service's answer to negotiate (API.md, "Negotiate"). */
+export interface NegotiationResult {
+  success: boolean;
+  output?: unknown;
+  error?: string;
+  code?: string;
+  requiresApproval?: boolean;
+  approvalReason?: string;
+  alignment?: 'aligned' | 'agnostic' | 'contradiction';
+  routing?: { tool: string; action: string; confidence: number; explicit: boolean };
+}
+
+/** An OpenAI chat message, reduced to what this loop writes. */
+export type Message =
+  | { role: 'user' | 'assistant'; content: string }
+  | {
+      role: 'assistant';
+      content: null;
+      tool_calls: { id: string; type: 'function'; function: { name: string; arguments: string } }[];
+    }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+/** Every negotiate attempt, refused ones included. */
+export interface ToolResult {
+  callId: string;
+  name: string;
+  status: number;
+  result: NegotiationResult;
+}
+
+export interface Approval {
+  tool: string;
+  level: number;
+  previousLevel: number;
+  reason: string;
+}
+
+export interface AgentLoopOptions {
+  baseUrl: string;
+  conversationId: string;
+  transcript: Transcript;
+  log?: (line: string) => void;
+  /** The owner's decision on a permission upgrade; the default approves. */
+  approve?: (reason: string) => Promise<boolean>;
+  /** With a limit, only the `limit` actions most relevant to the user's request are offered. */
+  limit?: number;
+}
+
+interface OpenAiDefinitions {
+  tools: { type: 'function'; function: { name: string; description: string; parameters: object } }[];
+}
+
+async function http<T>(method: string, url: string, body?: unknown): Promise<{ status: number; body: T }> {
+  const res = await fetch(url, {
+    method,
+    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  return { status: res.status, body: (await res.json()) as T };
+}
+
+export async function fetchDefinitions(
+  baseUrl: string,
+  format: 'openai' | 'anthropic' | 'mcp' | 'canonical',
+  query?: string,
+  limit?: number,
+): Promise<unknown> {
+  const params = new URLSearchParams({ format });
+  if (query !== undefined && limit !== undefined) {
+    params.set('query', query);
+    params.set('limit', String(limit));
+  }
+  const res = await http<unknown>('GET', `${baseUrl}/tools/definitions?${params.toString()}`);
+  if (res.status !== 200) throw new Error(`GET /tools/definitions answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return res.body;
+}
+
+export function negotiate(baseUrl: string, conversationId: string, action: string, args: Record<string, unknown>) {
+  const url = `${baseUrl}/conversations/${encodeURIComponent(conversationId)}/negotiate`;
+  return http<NegotiationResult>('POST', url, { action, args });
+}
+
+/** The level the refused action needs: from the approval reason, else from GET /tools/{tool}. */
+async function requiredLevel(baseUrl: string, result: NegotiationResult): Promise<number> {
+  const stated = /needs level (\d)/.exec(result.approvalReason ?? '');
+  if (stated?.[1]) return Number(stated[1]);
+  const tool = await http<{ actions: { name: string; level: number }[] }>(
+    'GET',
+    `${baseUrl}/tools/${result.routing?.tool}`,
+  );
+  const level = tool.body.actions.find((a) => a.name === result.routing?.action)?.level;
+  if (level === undefined) throw new Error(`Cannot tell which level ${result.routing?.tool} needs`);
+  return level;
+}
+
+export async function runAgentLoop(options: AgentLoopOptions) {
+  const { baseUrl, conversationId, transcript, log = () => {}, approve = async () => true } = options;
+  const messages: Message[] = [{ role: 'user', content: transcript.user }];
+  const toolResults: ToolResult[] = [];
+  const approvals: Approval[] = [];
+  let callCount = 0;
+  log(`user: ${transcript.user}`);
+
+  for (const turn of transcript.turns) {
+    // (a) A real loop sends these definitions with the messages to the model.
+    const { tools } = (await fetchDefinitions(baseUrl, 'openai', transcript.user, options.limit)) as OpenAiDefinitions;
+    const offered = new Set(tools.map((t) => t.function.name));
+
+    if ('content' in turn) {
+      messages.push({ role: 'assistant', content: turn.content });
+      log(`assistant: ${turn.content}`);
+      break;
+    }
+    const calls = turn.tool_calls.map((call) => {
+      callCount += 1;
+      const args = typeof call.arguments === 'string' ? call.arguments : JSON.stringify(call.arguments);
+      return { id: `call_${callCount}`, type: 'function' as const, function: { name: call.name, arguments: args } };
+    });
+    messages.push({ role: 'assistant', content: null, tool_calls: calls });
+
+    for (const call of calls) {
+      const { name } = call.function;
+      // (b) Models sometimes invent tools: never forward a name that was not offered.
+      if (!offered.has(name)) throw new Error(`The model called ${name}, which is not among the definitions`);
+      const args = JSON.parse(call.function.arguments) as Record<string, unknown>;
+      log(`assistant → ${name} ${call.function.arguments}`);
+
+      // (c) negotiate routes `tool_action` to the tool and enforces permissions.
+      let res = await negotiate(baseUrl, conversationId, name, args);
+      toolResults.push({ callId: call.id, name, status: res.status, result: res.body });
+
+      // (d) Only the conversation's owner may raise a tool's level: the model cannot.
+      if (res.body.code === 'permission_required' && res.body.routing) {
+        const reason = res.body.approvalReason ?? res.body.error ?? '';
+        log(`service: ${reason}`);
+        if (await approve(reason)) {
+          const tool = res.body.routing.tool;
+          const level = await requiredLevel(baseUrl, res.body);
+          const url = `${baseUrl}/conversations/${encodeURIComponent(conversationId)}/permissions/${tool}`;
+          const change = await http<{ previousLevel: number }>('PUT', url, { level });
+          if (change.status !== 200) throw new Error(`Approval failed (${change.status})`);
+          approvals.push({ tool, level, previousLevel: change.body.previousLevel, reason });
+          log(`owner: approved ${tool} at level ${level}; retrying`);
+          res = await negotiate(baseUrl, conversationId, name, args);
+          toolResults.push({ callId: call.id, name, status: res.status, result: res.body });
+        }
+      }
+
+      // (e) The model sees the final result, success or error, as a tool message.
+      const content = JSON.stringify(res.body);
+      messages.push({ role: 'tool', tool_call_id: call.id, content });
+      log(`tool ← ${res.status} ${content}`);
+    }
+  }
+  return { messages, toolResults, approvals };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      'base-url': { type: 'string', default: 'http://localhost:3000' },
+      transcript: { type: 'string', default: 'examples/transcripts/pipeline.json' },
+      conversation: { type: 'string', default: `agent-loop-${Date.now()}` },
+    },
+  });
+  const transcript = JSON.parse(readFileSync(values.transcript, 'utf8')) as Transcript;
+  await runAgentLoop({
+    baseUrl: values['base-url'].replace(/\/$/, ''),
+    conversationId: values.conversation,
+    transcript,
+    log: (line) => console.log(line),
+  });
+}
+
+if (require.main === module) {
+  main().catch((err: unknown) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exitCode = 1;
+  });
+}
