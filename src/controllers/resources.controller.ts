@@ -78,7 +78,7 @@ export class ResourcesController extends Controller {
    * @param prefix Only names starting with this.
    * @param createdBy Only resources created by this tool (or `client`).
    * @param limit Page size, 1 to 500.
-   * @isInt limit
+   * @isInt limit must be an integer from 1 to 500
    * @minimum limit 1
    * @maximum limit 500
    * @param cursor From the previous page's nextCursor.

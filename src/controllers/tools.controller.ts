@@ -1,8 +1,18 @@
-import { Controller, Get, Path, Response, Route, Tags } from '@tsoa/runtime';
+import type { Request as ExpressRequest } from 'express';
+import { Controller, Get, Path, Produces, Query, Request, Response, Route, Tags } from '@tsoa/runtime';
+import { getConversation } from '../core/conversations';
+import {
+  buildDefinitions,
+  systemPrompt,
+  type DefinitionFormat,
+  type PromptOptions,
+  type ToolDefinitions,
+} from '../core/llm-definitions';
+import { listPermissions } from '../core/permissions';
 import type { ActionView, ToolView } from '../core/tool-catalog';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
-import type { AlignmentValue } from './types';
+import type { AlignmentValue, Id } from './types';
 
 export interface Action extends Omit<ActionView, 'alignment' | 'inputSchema'> {
   alignment: AlignmentValue;
@@ -29,6 +39,79 @@ export class ToolsController extends Controller {
   @Get()
   public listTools(): ToolList {
     return { tools: this.services.catalog.toolViews() };
+  }
+
+  // The literal routes come before `{name}`: express matches in registration
+  // order, and `/tools/{name}` would otherwise answer `/tools/definitions`.
+
+  /**
+   * Tool definitions ready to hand to a model, one per action. Names are the
+   * provider-safe `tool_action`, except in `canonical` (`tool/action`, seed
+   * 000). Each description names the owning tool and the other tools that
+   * offer the same action. `openai` and `canonical` give OpenAI's
+   * `{ tools: [{ type: "function", function: { name, description, parameters } }] }`,
+   * `anthropic` gives `{ tools: [{ name, description, input_schema }] }`, `mcp`
+   * gives `{ tools: [{ name, description, inputSchema, annotations }] }`
+   * (`readOnlyHint` exactly for level-1 actions; `destructiveHint` for
+   * execute actions and for writes whose verb does more than add;
+   * `idempotentHint` for reads and set-style writes such as update or delete).
+   * Without `query` the actions are sorted by qualified name.
+   * @param format The shape of the definitions; default `openai`.
+   * @param query Free text: actions are ranked by relevance to it, most relevant first (none are dropped).
+   * @param limit Keep only the first 1 to 128 actions, after ranking.
+   * @isInt limit must be an integer from 1 to 128
+   * @minimum limit 1 must be an integer from 1 to 128
+   * @maximum limit 128 must be an integer from 1 to 128
+   * @param conversationId Leave out the actions this conversation's policy denies.
+   */
+  @Get('definitions')
+  @Response<Problem>(400, 'Unknown format, bad limit or conversation id')
+  @Response<Problem>(404, 'No such conversation')
+  public async getDefinitions(
+    @Query() format: DefinitionFormat = 'openai',
+    @Query() query?: string,
+    @Query() limit?: number,
+    @Query() conversationId?: Id,
+  ): Promise<ToolDefinitions> {
+    const policy =
+      conversationId === undefined
+        ? undefined
+        : (await getConversation(this.services.db.prisma, conversationId)).policy;
+    return buildDefinitions(this.services.catalog.snapshot().set, format, { query, limit, policy });
+  }
+
+  /**
+   * The system-prompt text of seed 000 ("System Prompt Enhancement") for the
+   * registered tools: the participants (tools) and their tools (actions) in
+   * `participant/tool` form with their required levels, how to choose when
+   * several participants offer the same tool, the provider-safe
+   * `participant_tool` names, and what a permission upgrade means.
+   * @param conversationId Leave out what this conversation's policy denies, and give each participant's current level in it.
+   */
+  @Get('prompt')
+  @Produces('text/plain')
+  @Response<Problem>(400, 'Bad conversation id')
+  @Response<Problem>(404, 'No such conversation')
+  public async getPrompt(@Request() req: ExpressRequest, @Query() conversationId?: Id): Promise<string> {
+    const { set } = this.services.catalog.snapshot();
+    const options: PromptOptions = {};
+    if (conversationId !== undefined) {
+      const { prisma } = this.services.db;
+      const conversation = await getConversation(prisma, conversationId);
+      const permissions = await listPermissions(
+        prisma,
+        conversationId,
+        set.tools.map((t) => t.name),
+      );
+      options.policy = conversation.policy;
+      options.levels = Object.fromEntries(permissions.tools.map((p) => [p.tool, p.level]));
+    }
+    const text = systemPrompt(set, options);
+    // tsoa's generated handler would JSON-encode a returned string (res.json):
+    // send the raw text here; the handler then sees the response sent and
+    // leaves it alone. The return value only gives the spec its type.
+    req.res!.status(200).type('text/plain; charset=utf-8').send(text);
+    return text;
   }
 
   /** One tool. */

@@ -1,4 +1,5 @@
 import request from 'supertest';
+import { SqlSharedContext } from '../../src/core/shared-context';
 import { type TestApp, createTestApp } from '../support/test-app';
 
 let t: TestApp;
@@ -38,7 +39,6 @@ it('lists one permission row per registered tool, even with a stored level of an
 it('a level-1 action cannot write through the shared context', async () => {
   // list-resources is level 1; the data-tool's own actions never write from it,
   // so this checks the context itself: a read-only context refuses writes.
-  const { SqlSharedContext } = await import('../../src/core/shared-context');
   const ctx = new SqlSharedContext({
     conversationId: convId(),
     toolName: 'data-tool',
