@@ -9,6 +9,7 @@ import swaggerUi from 'swagger-ui-express';
 import { PROJECT_ROOT } from './db/migrator';
 import { RegisterRoutes } from './generated/routes';
 import { errorHandler, notFound, requestLogging } from './http/middleware';
+import { mcpRouter } from './mcp/conversation-mcp';
 import type { Services } from './services';
 
 export const OPENAPI_PATH = join(PROJECT_ROOT, 'openapi', 'openapi.json');
@@ -38,6 +39,7 @@ export function buildApp(services: Services): Express {
   });
   app.use('/docs', swaggerUi.serve, swaggerUi.setup(spec.json, { customSiteTitle: 'Tool orchestration API' }));
 
+  app.use(mcpRouter(services));
   RegisterRoutes(app);
 
   app.use(notFound);

@@ -11,6 +11,7 @@ import { openDatabaseServer } from './db/embedded';
 import { applyMigrations } from './db/migrator';
 import { createLogger } from './logger';
 import { wireServices } from './bootstrap';
+import { closeMcpSessions } from './mcp/conversation-mcp';
 
 async function main(): Promise<void> {
   let config;
@@ -47,6 +48,8 @@ async function main(): Promise<void> {
   });
   installShutdown(
     server,
+    // MCP sessions hold open SSE streams: end them first, or close() waits out the grace period.
+    () => closeMcpSessions(services),
     async () => {
       await registry.close();
       await db.close();
@@ -63,6 +66,7 @@ async function main(): Promise<void> {
  */
 function installShutdown(
   server: Server,
+  closeStreams: () => Promise<void>,
   closeResources: () => Promise<void>,
   graceMs: number,
   logger: ReturnType<typeof createLogger>,
@@ -77,6 +81,9 @@ function installShutdown(
       server.closeAllConnections();
     }, graceMs);
     force.unref();
+    void closeStreams()
+      .catch((err: unknown) => logger.warn({ err }, 'Error while closing MCP sessions'))
+      .finally(() => server.closeIdleConnections());
     server.close(() => {
       clearTimeout(force);
       closeResources()

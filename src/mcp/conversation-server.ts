@@ -1,0 +1,193 @@
+/**
+ * One MCP server (the SDK's low-level Server) bound to one conversation.
+ * Tools are the conversation's actions; every tools/call goes through
+ * `manager.negotiate`, the one path for routing, permissions, policy and
+ * transactions. Resources are the conversation's shared context, read-only.
+ */
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import {
+  CallToolRequestSchema,
+  type CallToolResult,
+  ErrorCode,
+  ListResourceTemplatesRequestSchema,
+  ListResourcesRequestSchema,
+  ListToolsRequestSchema,
+  McpError,
+  ReadResourceRequestSchema,
+} from '@modelcontextprotocol/sdk/types.js';
+import type { NegotiationResult } from '../core/conversation-manager';
+import { loadDecisionContext } from '../core/conversations';
+import { isValidId } from '../core/resource-names';
+import { resourceSql } from '../core/shared-context';
+import type { Resource } from '../core/tool-interface';
+import { isDatabaseUnavailable } from '../db/database';
+import type { Services } from '../services';
+import { isSpecialAction, mcpToolDefinitions } from './tool-definitions';
+
+export const SERVER_NAME = 'tool-orchestrator';
+export const SERVER_VERSION = '0.1.0';
+
+/** MCP's "resource not found" (not in the SDK's ErrorCode enum). */
+export const RESOURCE_NOT_FOUND = -32002;
+
+const MIME = 'application/json';
+const RESOURCES_PAGE = 500;
+const URI_RE = /^context:\/\/([^/]+)\/([^/]+)$/;
+
+export function resourceUri(conversationId: string, name: string): string {
+  return `context://${conversationId}/${name}`;
+}
+
+/** `context://CONVERSATION/NAME` (segments may be percent-encoded), or undefined. */
+export function parseResourceUri(uri: string): { conversationId: string; name: string } | undefined {
+  const m = URI_RE.exec(uri);
+  if (!m) return undefined;
+  try {
+    const conversationId = decodeURIComponent(m[1]!);
+    const name = decodeURIComponent(m[2]!);
+    return isValidId(conversationId) && isValidId(name) ? { conversationId, name } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  return proto === Object.prototype || proto === null;
+}
+
+/** A tool result from negotiate's outcome. */
+export function toolResult(result: NegotiationResult): CallToolResult {
+  if (result.success) {
+    const output = result.output ?? null;
+    return {
+      content: [{ type: 'text', text: JSON.stringify(output) }],
+      ...(isPlainObject(output) ? { structuredContent: output } : {}),
+    };
+  }
+  const text =
+    result.code === 'permission_required' && result.approvalReason
+      ? result.approvalReason
+      : (result.error ?? 'The action failed');
+  return {
+    isError: true,
+    content: [{ type: 'text', text }],
+    // Machine-readable too: the code, and suggestions/candidates when negotiate gave them.
+    structuredContent: { ...result },
+  };
+}
+
+function refused(text: string): CallToolResult {
+  return { isError: true, content: [{ type: 'text', text }] };
+}
+
+export function createConversationServer(services: Services, conversationId: string): Server {
+  const { manager, catalog, db, logger } = services;
+  const log = logger.child({ component: 'mcp', conversationId });
+
+  /** Database trouble becomes a JSON-RPC error with a safe message; nothing else leaks either. */
+  function internal(err: unknown, what: string): McpError {
+    if (err instanceof McpError) return err;
+    if (isDatabaseUnavailable(err)) {
+      log.warn({ err }, `database unavailable during ${what}`);
+      return new McpError(ErrorCode.InternalError, 'The database is unavailable; retry later');
+    }
+    log.error({ err }, `${what} failed`);
+    return new McpError(ErrorCode.InternalError, 'Internal server error');
+  }
+
+  const server = new Server(
+    { name: SERVER_NAME, version: SERVER_VERSION },
+    {
+      capabilities: { tools: { listChanged: true }, resources: {} },
+      instructions:
+        `Tools of the conversation ${conversationId}, named tool_action. A call needing a higher permission ` +
+        'level fails with the approval reason; only the conversation owner can upgrade (REST or negotiate).',
+    },
+  );
+
+  server.setRequestHandler(ListToolsRequestSchema, async () => {
+    try {
+      const set = catalog.snapshot().set;
+      const { policy } = await loadDecisionContext(db.pool, conversationId, '', false);
+      return { tools: mcpToolDefinitions(set, policy) };
+    } catch (err) {
+      throw internal(err, 'tools/list');
+    }
+  });
+
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    const { name, arguments: args } = request.params;
+    if (isSpecialAction(name)) {
+      return refused(
+        `${name.slice(0, 64)} is not available over MCP: only the conversation owner upgrades or lists tools (REST or negotiate)`,
+      );
+    }
+    try {
+      const { result } = await manager.negotiate(conversationId, { action: name, args: args ?? {} });
+      return toolResult(result);
+    } catch (err) {
+      throw internal(err, 'tools/call');
+    }
+  });
+
+  server.setRequestHandler(ListResourcesRequestSchema, async (request) => {
+    const cursor = request.params?.cursor;
+    if (cursor !== undefined && !isValidId(cursor)) throw new McpError(ErrorCode.InvalidParams, 'Invalid cursor');
+    let page: Resource[];
+    try {
+      page = await resourceSql.list(db.pool, conversationId, { after: cursor, limit: RESOURCES_PAGE + 1 });
+    } catch (err) {
+      throw internal(err, 'resources/list');
+    }
+    const more = page.length > RESOURCES_PAGE;
+    const shown = more ? page.slice(0, RESOURCES_PAGE) : page;
+    return {
+      resources: shown.map((r) => ({
+        uri: resourceUri(conversationId, r.name),
+        name: r.name,
+        title: r.name,
+        description: `Shared-context resource of conversation ${conversationId} (version ${r.version}, last updated by ${r.updatedBy})`,
+        mimeType: MIME,
+      })),
+      ...(more ? { nextCursor: shown[shown.length - 1]!.name } : {}),
+    };
+  });
+
+  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
+    resourceTemplates: [
+      {
+        uriTemplate: `context://${conversationId}/{name}`,
+        name: 'shared-context',
+        description: `A resource of the shared context of conversation ${conversationId}`,
+        mimeType: MIME,
+      },
+    ],
+  }));
+
+  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+    const { uri } = request.params;
+    const parsed = parseResourceUri(uri);
+    if (!parsed) {
+      throw new McpError(ErrorCode.InvalidParams, 'Invalid resource URI: expected context://CONVERSATION/NAME', {
+        uri,
+      });
+    }
+    if (parsed.conversationId !== conversationId) {
+      throw new McpError(ErrorCode.InvalidParams, 'The resource URI names another conversation than this session', {
+        uri,
+      });
+    }
+    let resource: Resource | undefined;
+    try {
+      resource = await resourceSql.get(db.pool, conversationId, parsed.name);
+    } catch (err) {
+      throw internal(err, 'resources/read');
+    }
+    if (!resource) throw new McpError(RESOURCE_NOT_FOUND, `Resource not found: ${parsed.name}`, { uri });
+    return { contents: [{ uri, mimeType: MIME, text: JSON.stringify(resource) }] };
+  });
+
+  return server;
+}

@@ -1,0 +1,20 @@
+/**
+ * The conversation's tools as MCP `tools/list` entries: exactly the `mcp`
+ * format of GET /tools/definitions (src/core/llm-definitions.ts), without what
+ * the conversation's policy denies. Special actions (`list-tools`,
+ * `upgrade:…`) are not actions of any tool, so they never appear.
+ */
+import { buildDefinitions, type McpToolDefinition } from '../core/llm-definitions';
+import type { TPolicy } from '../core/policy';
+import type { ToolSet } from '../core/tool-registry';
+
+/** Special actions of negotiate: answered by the service itself, never exposed to MCP clients. */
+export function isSpecialAction(name: string): boolean {
+  const n = name.trim().toLowerCase();
+  return n === 'list-tools' || n.startsWith('upgrade:');
+}
+
+/** The set's tools in the mcp format, without what the policy denies. */
+export function mcpToolDefinitions(set: ToolSet, policy: TPolicy): Array<McpToolDefinition & Record<string, unknown>> {
+  return buildDefinitions(set, 'mcp', { policy }).tools.map((tool) => ({ ...tool }));
+}

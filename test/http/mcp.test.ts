@@ -1,0 +1,472 @@
+/**
+ * /conversations/{id}/mcp, checked with the official SDK's own client over a
+ * real listening server (API.md, "LLM and MCP interop"): initialize, tools
+ * (list, call through negotiate, permission upgrade, policy, invalid args,
+ * special actions refused), resources, tools/list_changed after a hot
+ * reload, and session handling. Waits on events, never on timers.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import type { Server as HttpServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import {
+  ErrorCode,
+  LATEST_PROTOCOL_VERSION,
+  McpError,
+  ToolListChangedNotificationSchema,
+  type CallToolResult,
+} from '@modelcontextprotocol/sdk/types.js';
+import request from 'supertest';
+import { closeMcpSessions } from '../../src/mcp/conversation-mcp';
+import { type TestApp, createTestApp } from '../support/test-app';
+
+const HOT_TOOL = `module.exports = ({ defineTool, defineAction, z }) => defineTool({
+  name: 'mcp-hot-tool', version: '1.0.0', description: 'Added while MCP clients are connected',
+  actions: {
+    'shout-text': defineAction({
+      description: 'Upper-cases text',
+      level: 1,
+      input: z.object({ text: z.string() }),
+      handler: async ({ text }) => ({ shouted: text.toUpperCase() }),
+    }),
+  },
+});
+`;
+
+const PROVIDER_NAME_RE = /^[a-zA-Z0-9_-]{1,64}$/;
+
+let t: TestApp;
+let toolsDir: string;
+let server: HttpServer;
+let base: string;
+
+interface Connected {
+  client: Client;
+  transport: StreamableHTTPClientTransport;
+  /** Resolves once the GET (SSE) stream that carries server notifications is open. */
+  sseOpen: Promise<void>;
+}
+let open: Connected[] = [];
+
+beforeAll(async () => {
+  toolsDir = mkdtempSync(join(tmpdir(), 'mcp-tools-'));
+  t = await createTestApp({ TOOLS_DIR: toolsDir, TOOLS_HOT_RELOAD: 'true' });
+  server = t.app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => server.once('listening', resolve));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+
+afterEach(async () => {
+  for (const c of open) {
+    await c.transport.terminateSession().catch(() => undefined);
+    await c.client.close();
+  }
+  open = [];
+});
+
+afterAll(async () => {
+  if (server) {
+    await closeMcpSessions(t.services);
+    await new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+  }
+  await t?.close();
+  if (toolsDir) rmSync(toolsDir, { recursive: true, force: true });
+});
+
+function uniqueId(prefix: string): string {
+  return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+function mcpUrl(conversationId: string): URL {
+  return new URL(`${base}/conversations/${conversationId}/mcp`);
+}
+
+async function connect(conversationId: string): Promise<Connected> {
+  let sseOpened!: () => void;
+  const sseOpen = new Promise<void>((resolve) => (sseOpened = resolve));
+  const transport = new StreamableHTTPClientTransport(mcpUrl(conversationId), {
+    // The client opens its GET stream on its own after initialize; this tells the test when it is up.
+    fetch: async (url, init) => {
+      const res = await fetch(url, init);
+      if ((init?.method ?? 'GET') === 'GET' && res.ok) sseOpened();
+      return res;
+    },
+  });
+  const client = new Client({ name: 'mcp-test-client', version: '1.0.0' });
+  await client.connect(transport);
+  const c = { client, transport, sseOpen };
+  open.push(c);
+  return c;
+}
+
+function text(result: CallToolResult): string {
+  const first = result.content[0];
+  if (first?.type !== 'text') throw new Error(`expected text content, got ${JSON.stringify(result.content)}`);
+  return first.text;
+}
+
+async function call(client: Client, name: string, args: Record<string, unknown> = {}): Promise<CallToolResult> {
+  return (await client.callTool({ name, arguments: args })) as CallToolResult;
+}
+
+async function toolNames(client: Client): Promise<string[]> {
+  return (await client.listTools()).tools.map((x) => x.name);
+}
+
+/** A raw Streamable HTTP request, for what the SDK client would never send. */
+function raw(method: string, conversationId: string, sessionId?: string, body?: unknown): Promise<Response> {
+  return fetch(mcpUrl(conversationId), {
+    method,
+    headers: {
+      accept: 'application/json, text/event-stream',
+      'content-type': 'application/json',
+      ...(sessionId ? { 'mcp-session-id': sessionId } : {}),
+    },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+}
+
+describe('initialize and tools/list', () => {
+  it('negotiates the protocol version and announces tools (listChanged) and resources', async () => {
+    const { client, transport } = await connect(uniqueId('mcp-init'));
+    expect(transport.sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    // The SDK client asks for its latest version; the server accepts it.
+    expect(transport.protocolVersion).toBe(LATEST_PROTOCOL_VERSION);
+    expect(transport.protocolVersion).toBe('2025-11-25');
+    expect(client.getServerVersion()).toEqual(expect.objectContaining({ name: 'tool-orchestrator' }));
+    expect(client.getServerCapabilities()).toEqual(
+      expect.objectContaining({ tools: { listChanged: true }, resources: {} }),
+    );
+  });
+
+  it('lists every action of every tool as tool_action, and never the special actions', async () => {
+    const { client } = await connect(uniqueId('mcp-list'));
+    const { tools } = await client.listTools();
+    const names = tools.map((x) => x.name);
+    for (const name of names) expect(name).toMatch(PROVIDER_NAME_RE);
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'example-tool_greet',
+        'calculator_add',
+        'math-service_add',
+        'data-tool_create-resource',
+        'data-tool_delete-resource',
+      ]),
+    );
+    expect(names.filter((n) => n.includes('list-tools') || n.includes('upgrade'))).toEqual([]);
+
+    // The same actions as GET /tools, one per action.
+    const rest = await request(t.app).get('/tools').expect(200);
+    const restNames = (rest.body.tools as { actions: { providerName: string }[] }[]).flatMap((x) =>
+      x.actions.map((a) => a.providerName),
+    );
+    expect([...names].sort()).toEqual([...restNames].sort());
+
+    const greet = tools.find((x) => x.name === 'example-tool_greet')!;
+    expect(greet.description).toContain('example-tool');
+    expect(greet.inputSchema.type).toBe('object');
+    expect(greet.inputSchema.properties).toHaveProperty('name');
+    expect(greet.annotations).toEqual(
+      expect.objectContaining({ readOnlyHint: true, destructiveHint: false, idempotentHint: true }),
+    );
+    const create = tools.find((x) => x.name === 'data-tool_create-resource')!;
+    expect(create.description).toContain('data-tool');
+    expect(create.annotations).toEqual(
+      expect.objectContaining({ readOnlyHint: false, destructiveHint: false, idempotentHint: false }),
+    );
+    const del = tools.find((x) => x.name === 'data-tool_delete-resource')!;
+    expect(del.annotations).toEqual(expect.objectContaining({ readOnlyHint: false, destructiveHint: true }));
+  });
+});
+
+describe('tools/call', () => {
+  it('runs allowed actions through negotiate and returns their output', async () => {
+    const id = uniqueId('mcp-call');
+    const negotiate = jest.spyOn(t.services.manager, 'negotiate');
+    try {
+      const { client } = await connect(id);
+      const greet = await call(client, 'example-tool_greet', { name: 'MCP' });
+      expect(greet.isError).toBeFalsy();
+      expect(JSON.parse(text(greet))).toEqual({ message: 'Hello, MCP!' });
+      expect(greet.structuredContent).toEqual({ message: 'Hello, MCP!' });
+
+      const add = await call(client, 'calculator_add', { a: 2, b: 3 });
+      expect(add.isError).toBeFalsy();
+      expect(add.structuredContent).toEqual({ result: 5 });
+      expect(JSON.parse(text(add))).toEqual({ result: 5 });
+
+      // Every call went the one way in.
+      expect(negotiate).toHaveBeenCalledWith(id, { action: 'example-tool_greet', args: { name: 'MCP' } });
+      expect(negotiate).toHaveBeenCalledWith(id, { action: 'calculator_add', args: { a: 2, b: 3 } });
+    } finally {
+      negotiate.mockRestore();
+    }
+  });
+
+  it('a write before an upgrade is an isError result with the approval reason; after the owner upgrades it runs', async () => {
+    const id = uniqueId('mcp-upgrade');
+    const { client } = await connect(id);
+    const args = { name: 'notes', data: { items: [1, 2, 3] } };
+
+    const refused = await call(client, 'data-tool_create-resource', args);
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toMatch(/^Permission upgrade required/);
+    expect(text(refused)).toContain('upgrade:data-tool:level-2');
+    expect(refused.structuredContent).toEqual(
+      expect.objectContaining({ code: 'permission_required', requiresApproval: true }),
+    );
+    await request(t.app).get(`/conversations/${id}/resources/notes`).expect(404);
+
+    await request(t.app).put(`/conversations/${id}/permissions/data-tool`).send({ level: 2 }).expect(200);
+
+    const created = await call(client, 'data-tool_create-resource', args);
+    expect(created.isError).toBeFalsy();
+    expect(created.structuredContent).toEqual(
+      expect.objectContaining({
+        message: 'Resource created by data-tool',
+        resource: expect.objectContaining({ name: 'notes', data: { items: [1, 2, 3] }, createdBy: 'data-tool' }),
+      }),
+    );
+    const stored = await request(t.app).get(`/conversations/${id}/resources/notes`).expect(200);
+    expect(stored.body.data).toEqual({ items: [1, 2, 3] });
+  });
+
+  it('refuses the special actions without routing them: no upgrade happens over MCP', async () => {
+    const id = uniqueId('mcp-special');
+    const negotiate = jest.spyOn(t.services.manager, 'negotiate');
+    try {
+      const { client } = await connect(id);
+      for (const name of ['upgrade:data-tool:level-3', 'list-tools', 'UPGRADE:data-tool:level-2']) {
+        const res = await call(client, name);
+        expect(res.isError).toBe(true);
+        expect(text(res)).toContain('not available over MCP');
+      }
+      expect(negotiate).not.toHaveBeenCalled();
+    } finally {
+      negotiate.mockRestore();
+    }
+    const perms = await request(t.app).get(`/conversations/${id}/permissions`);
+    if (perms.status === 200) {
+      const dataTool = (perms.body.tools as { tool: string; level: number }[]).find((x) => x.tool === 'data-tool');
+      expect(dataTool?.level).toBe(1);
+    } else {
+      expect(perms.status).toBe(404);
+    }
+    const history = await request(t.app).get(`/conversations/${id}/permissions/history`);
+    if (history.status === 200) expect(history.body.events).toEqual([]);
+  });
+
+  it('invalid args are an isError result naming the field', async () => {
+    const { client } = await connect(uniqueId('mcp-args'));
+    const res = await call(client, 'calculator_add', { a: 'two', b: 3 });
+    expect(res.isError).toBe(true);
+    expect(text(res)).toMatch(/^Invalid args for calculator\/add: a: /);
+    expect(res.structuredContent).toEqual(expect.objectContaining({ code: 'invalid_args' }));
+  });
+
+  it('an unknown tool is an isError result with no_tool', async () => {
+    const { client } = await connect(uniqueId('mcp-unknown'));
+    const res = await call(client, 'no-such-tool_frobnicate');
+    expect(res.isError).toBe(true);
+    expect(res.structuredContent).toEqual(expect.objectContaining({ code: expect.stringMatching(/_tool$/) }));
+  });
+
+  it('database trouble during a call is a JSON-RPC error, and the session stays usable', async () => {
+    const { client } = await connect(uniqueId('mcp-db'));
+    const down = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    const negotiate = jest.spyOn(t.services.manager, 'negotiate').mockRejectedValueOnce(down);
+    try {
+      const err = await client.callTool({ name: 'calculator_add', arguments: { a: 1, b: 1 } }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(McpError);
+      expect((err as McpError).code).toBe(ErrorCode.InternalError);
+      expect((err as McpError).message).toContain('The database is unavailable');
+      expect((err as McpError).message).not.toContain('5432');
+    } finally {
+      negotiate.mockRestore();
+    }
+    const again = await call(client, 'calculator_add', { a: 1, b: 1 });
+    expect(again.structuredContent).toEqual({ result: 2 });
+  });
+});
+
+describe('policy', () => {
+  it('a conversation denying calculator/* does not list calculator tools, and calling one is an isError result', async () => {
+    const id = uniqueId('mcp-policy');
+    await request(t.app)
+      .post('/conversations')
+      .send({ id, policy: { deny: ['calculator/*'] } })
+      .expect(201);
+    const { client } = await connect(id);
+    const names = await toolNames(client);
+    expect(names.filter((n) => n.startsWith('calculator_'))).toEqual([]);
+    expect(names).toEqual(expect.arrayContaining(['math-service_add', 'example-tool_greet']));
+
+    const res = await call(client, 'calculator_add', { a: 1, b: 2 });
+    expect(res.isError).toBe(true);
+    expect(text(res)).toContain('denied');
+    expect(res.structuredContent).toEqual(expect.objectContaining({ code: 'denied', alignment: 'contradiction' }));
+
+    // Another conversation is not affected.
+    const other = await connect(uniqueId('mcp-nopolicy'));
+    expect(await toolNames(other.client)).toContain('calculator_add');
+  });
+});
+
+describe('resources', () => {
+  it('lists the shared context as context://ID/NAME and reads a resource as JSON', async () => {
+    const id = uniqueId('mcp-res');
+    await request(t.app)
+      .put(`/conversations/${id}/resources/alpha`)
+      .send({ data: { n: 1 } })
+      .expect(201);
+    await request(t.app)
+      .put(`/conversations/${id}/resources/beta`)
+      .send({ data: [1, 2] })
+      .expect(201);
+    const { client } = await connect(id);
+
+    const { resources } = await client.listResources();
+    expect(resources.map((r) => r.uri)).toEqual([`context://${id}/alpha`, `context://${id}/beta`]);
+    expect(resources[0]).toEqual(expect.objectContaining({ name: 'alpha', mimeType: 'application/json' }));
+
+    const read = await client.readResource({ uri: `context://${id}/alpha` });
+    expect(read.contents).toHaveLength(1);
+    const content = read.contents[0]!;
+    expect(content.uri).toBe(`context://${id}/alpha`);
+    expect(content.mimeType).toBe('application/json');
+    const resource = JSON.parse((content as { text: string }).text);
+    expect(resource).toEqual(
+      expect.objectContaining({ name: 'alpha', data: { n: 1 }, createdBy: 'client', version: 1 }),
+    );
+  });
+
+  it('a missing resource, another conversation or a malformed URI is an MCP error', async () => {
+    const id = uniqueId('mcp-res-err');
+    const otherId = uniqueId('mcp-res-other');
+    await request(t.app).put(`/conversations/${otherId}/resources/secret`).send({ data: 'theirs' }).expect(201);
+    const { client } = await connect(id);
+
+    const failure = (uri: string): Promise<unknown> =>
+      client.readResource({ uri }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+
+    const missing = await failure(`context://${id}/nothing-here`);
+    expect(missing).toBeInstanceOf(McpError);
+    expect((missing as McpError).code).toBe(-32002);
+
+    const foreign = await failure(`context://${otherId}/secret`);
+    expect(foreign).toBeInstanceOf(McpError);
+    expect((foreign as McpError).code).toBe(ErrorCode.InvalidParams);
+    expect((foreign as McpError).message).not.toContain('theirs');
+
+    const malformed = await failure('file:///etc/passwd');
+    expect((malformed as McpError).code).toBe(ErrorCode.InvalidParams);
+
+    expect((await client.listResources()).resources).toEqual([]);
+  });
+});
+
+describe('tools/list_changed', () => {
+  it('is sent to every open session when a tool file appears in TOOLS_DIR; the new tool is then listed and callable', async () => {
+    const first = await connect(uniqueId('mcp-hot-a'));
+    const second = await connect(uniqueId('mcp-hot-b'));
+    const notified = [first, second].map(
+      ({ client }) =>
+        new Promise<void>((resolve) =>
+          client.setNotificationHandler(ToolListChangedNotificationSchema, () => resolve()),
+        ),
+    );
+    await Promise.all([first.sseOpen, second.sseOpen]);
+    expect(await toolNames(first.client)).not.toContain('mcp-hot-tool_shout-text');
+
+    writeFileSync(join(toolsDir, 'mcp-hot-tool.js'), HOT_TOOL);
+    await Promise.all(notified);
+    // A write may be seen as several file events; the registry has the tool once any reload saw the file.
+    await t.registry.reload();
+
+    expect(await toolNames(first.client)).toContain('mcp-hot-tool_shout-text');
+    const res = await call(second.client, 'mcp-hot-tool_shout-text', { text: 'hi' });
+    expect(res.structuredContent).toEqual({ shouted: 'HI' });
+  });
+});
+
+describe('sessions', () => {
+  it('rejects a malformed conversation id with problem+json 400', async () => {
+    const res = await raw('POST', 'bad%20id', undefined, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    expect(res.status).toBe(400);
+    expect(res.headers.get('content-type')).toContain('application/problem+json');
+    expect(await res.json()).toEqual(expect.objectContaining({ code: 'validation_failed' }));
+  });
+
+  it('needs an initialize request first, and does not know made-up sessions', async () => {
+    const id = uniqueId('mcp-sess');
+    const noSession = await raw('POST', id, undefined, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    expect(noSession.status).toBe(400);
+    const unknown = await raw('POST', id, '00000000-0000-4000-8000-000000000000', {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/list',
+    });
+    expect(unknown.status).toBe(404);
+    expect(await unknown.json()).toEqual(expect.objectContaining({ error: expect.objectContaining({ code: -32001 }) }));
+  });
+
+  it('binds a session to its conversation: the same session id under another conversation is not found', async () => {
+    const id = uniqueId('mcp-bound');
+    const { transport } = await connect(id);
+    const sessionId = transport.sessionId!;
+    const body = { jsonrpc: '2.0', id: 7, method: 'tools/list' };
+    const elsewhere = await raw('POST', uniqueId('mcp-other'), sessionId, body);
+    expect(elsewhere.status).toBe(404);
+    const home = await raw('POST', id, sessionId, body);
+    expect(home.status).toBe(200);
+    await home.text();
+  });
+
+  it('DELETE ends the session', async () => {
+    const id = uniqueId('mcp-delete');
+    const c = await connect(id);
+    const sessionId = c.transport.sessionId!;
+    await c.transport.terminateSession();
+    const after = await raw('POST', id, sessionId, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    expect(after.status).toBe(404);
+    await after.text();
+  });
+});
+
+// Last: closing the sessions of these services also stops their router from opening new ones.
+describe('shutdown', () => {
+  it('closeMcpSessions ends every session and its open GET stream', async () => {
+    const id = uniqueId('mcp-shutdown');
+    const a = await connect(id);
+    const b = await connect(uniqueId('mcp-shutdown-b'));
+    await Promise.all([a.sseOpen, b.sseOpen]);
+    const sessionId = a.transport.sessionId!;
+
+    await closeMcpSessions(t.services);
+
+    const after = await raw('POST', id, sessionId, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    expect(after.status).toBe(404);
+    await after.text();
+    const fresh = await raw('POST', id, undefined, {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+    });
+    expect(fresh.status).toBe(503);
+    await fresh.text();
+    expect(t.registry.listenerCount('change')).toBe(1); // only the catalog's
+  });
+});
