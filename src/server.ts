@@ -37,6 +37,7 @@ async function main(): Promise<void> {
   const db = openDatabase({
     connectionString: dbServer.connectionString,
     poolSize: config.dbPoolSize,
+    sharedSession: dbServer.embedded,
     onError: (err) => logger.warn({ err }, 'idle database connection failed'),
   });
   const { services, registry } = wireServices(config, logger, db);

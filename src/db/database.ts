@@ -4,7 +4,7 @@
  * are written in SQL, so a request never holds two pools' connections.
  */
 import { PrismaPg } from '@prisma/adapter-pg';
-import { Pool } from 'pg';
+import { Pool, type PoolClient } from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
 import { PrismaClient } from '../generated/prisma/client';
 
@@ -21,6 +21,12 @@ export interface DatabaseOptions {
   poolSize: number;
   /** How long to wait for a connection before failing with 503 rather than hanging. */
   connectionTimeoutMs?: number;
+  /**
+   * True for the embedded PGlite server: all its client connections share one
+   * Postgres session, so statement names prepared on one connection would
+   * collide with another's. Named statements are then sent unnamed.
+   */
+  sharedSession?: boolean;
   onError?: (err: Error) => void;
 }
 
@@ -36,6 +42,7 @@ export function openDatabase(opts: DatabaseOptions): Database {
   });
   // An idle client losing its server emits here; without a listener the process would crash.
   pool.on('error', (err) => opts.onError?.(err));
+  if (opts.sharedSession) pool.on('connect', unnameStatements);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   let closed = false;
   return {
@@ -50,6 +57,18 @@ export function openDatabase(opts: DatabaseOptions): Database {
       await prisma.$disconnect();
       await pool.end();
     },
+  };
+}
+
+/** Drops the `name` of query configs, so nothing is prepared under a session-wide name. */
+function unnameStatements(client: PoolClient): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  (client as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
+    if (config && typeof config === 'object' && 'name' in config) {
+      const { name: _name, ...unnamed } = config as Record<string, unknown>;
+      return query(unnamed, ...rest);
+    }
+    return query(config, ...rest);
   };
 }
 

@@ -69,6 +69,8 @@ export function runMigrateCli(connectionString: string, args: string[] = []): Pr
 
 export interface TestDatabase {
   url: string;
+  /** An embedded PGlite server (one session shared by all connections). */
+  embedded: boolean;
   close(): Promise<void>;
 }
 
@@ -89,6 +91,7 @@ async function createDatabase(template: string | undefined): Promise<TestDatabas
   await withAdmin(url, (c) => c.query(`CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ''}`));
   return {
     url: urlForDatabase(url, name),
+    embedded: false,
     close: () => withAdmin(url, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined),
   };
 }
@@ -103,6 +106,7 @@ async function createEmbedded(migrated: boolean): Promise<TestDatabase> {
   await server.start();
   return {
     url: `postgresql://postgres:postgres@${server.getServerConn()}/postgres?sslmode=disable`,
+    embedded: true,
     close: async () => {
       await server.stop();
       await db.close();
