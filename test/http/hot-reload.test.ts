@@ -10,19 +10,9 @@ import { join } from 'node:path';
 import request from 'supertest';
 import type { ToolSet } from '../../src/core/tool-registry';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { shoutToolModule } from '../support/fixtures';
 
-const HOT_TOOL = `module.exports = ({ defineTool, defineAction, z }) => defineTool({
-  name: 'hot-tool', version: '1.0.0', description: 'Added while the service runs',
-  actions: {
-    'shout-text': defineAction({
-      description: 'Upper-cases text',
-      level: 1,
-      input: z.object({ text: z.string() }),
-      handler: async ({ text }) => ({ shouted: text.toUpperCase() }),
-    }),
-  },
-});
-`;
+const HOT_TOOL = shoutToolModule('hot-tool', 'Added while the service runs');
 
 let t: TestApp;
 let toolsDir: string;

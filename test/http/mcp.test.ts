@@ -22,19 +22,9 @@ import {
 import request from 'supertest';
 import { closeMcpSessions } from '../../src/mcp/conversation-mcp';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { shoutToolModule } from '../support/fixtures';
 
-const HOT_TOOL = `module.exports = ({ defineTool, defineAction, z }) => defineTool({
-  name: 'mcp-hot-tool', version: '1.0.0', description: 'Added while MCP clients are connected',
-  actions: {
-    'shout-text': defineAction({
-      description: 'Upper-cases text',
-      level: 1,
-      input: z.object({ text: z.string() }),
-      handler: async ({ text }) => ({ shouted: text.toUpperCase() }),
-    }),
-  },
-});
-`;
+const HOT_TOOL = shoutToolModule('mcp-hot-tool', 'Added while MCP clients are connected');
 
 const PROVIDER_NAME_RE = /^[a-zA-Z0-9_-]{1,64}$/;
 

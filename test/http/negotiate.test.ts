@@ -9,17 +9,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { BUNDLED_TOOLS } from '../support/fixtures';
 
 const RESOURCE_MAX_BYTES = 1024;
-const BUNDLED = [
-  'analytics-tool',
-  'calculator',
-  'data-tool',
-  'example-tool',
-  'export-tool',
-  'math-service',
-  'transform-tool',
-];
+const BUNDLED = BUNDLED_TOOLS;
 
 const BOOM_TOOL = `module.exports = ({ defineTool, defineAction, z }) => defineTool({ name: 'boom-tool', version: '1.0.0', description: 'Throws', actions: {
   explode: defineAction({ description: 'Throws an error', level: 1, input: z.object({}), handler: async () => { throw new Error('secret internal detail'); } }) } });

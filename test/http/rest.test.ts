@@ -4,6 +4,7 @@
  */
 import request from 'supertest';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { BUNDLED_TOOLS } from '../support/fixtures';
 
 const RESOURCE_MAX_BYTES = 1024;
 const ID_RE = /^[A-Za-z0-9:_-]{1,128}$/;
@@ -585,15 +586,7 @@ describe('resources', () => {
 // ---- tools ------------------------------------------------------------------------
 
 describe('tools', () => {
-  const BUNDLED = [
-    'analytics-tool',
-    'calculator',
-    'data-tool',
-    'example-tool',
-    'export-tool',
-    'math-service',
-    'transform-tool',
-  ];
+  const BUNDLED = BUNDLED_TOOLS;
   const LEVELS: Record<string, number> = {
     'example-tool/greet': 1,
     'data-tool/create-resource': 2,

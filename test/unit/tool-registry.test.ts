@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ToolError, type SharedContext, type ToolContext, type ToolLogger } from '../../src/core/tool-interface';
 import { ToolRegistry, type LoadedAction, type ToolSet } from '../../src/core/tool-registry';
+import { BUNDLED_TOOLS } from '../support/fixtures';
 
 interface LogCall {
   level: 'debug' | 'info' | 'warn' | 'error';
@@ -159,15 +160,7 @@ describe('ToolRegistry: bundled tools', () => {
   afterAll(() => registry.close());
 
   it('loads the seven bundled tools, sorted by name', () => {
-    expect(set.tools.map((t) => t.name)).toEqual([
-      'analytics-tool',
-      'calculator',
-      'data-tool',
-      'example-tool',
-      'export-tool',
-      'math-service',
-      'transform-tool',
-    ]);
+    expect(set.tools.map((t) => t.name)).toEqual(BUNDLED_TOOLS);
     expect(set.generation).toBe(1);
     expect(registry.ready).toBe(true);
     expect(registry.current()).toBe(set);
