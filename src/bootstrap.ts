@@ -36,6 +36,7 @@ export function wireServices(
     logger: logger.child({ component: 'tools' }),
     resourceMaxBytes: config.resourceMaxBytes,
     exportDir: config.exportDir,
+    toolTimeoutMs: config.toolTimeoutMs,
   });
   return { services: { config, logger, db, catalog, manager }, registry };
 }

@@ -44,6 +44,8 @@ export const ZConfig = z.object({
   EXPORT_DIR: ZPath.optional(),
   ROUTER_MIN_CONFIDENCE: z.coerce.number().min(0).max(1).default(0.8),
   DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
+  /** Below the database's 30 s statement timeout, so a stuck tool answers before its statement would. */
+  TOOL_TIMEOUT_MS: z.coerce.number().int().min(1).max(600000).default(25000),
   /** How long in-flight requests get to finish after SIGTERM; shorter than
    * Docker's default 10 s stop timeout so the database closes cleanly. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600000).default(8000),
@@ -66,6 +68,7 @@ export interface Config {
   exportDir: string;
   routerMinConfidence: number;
   dbPoolSize: number;
+  toolTimeoutMs: number;
   shutdownGraceMs: number;
 }
 
@@ -106,6 +109,7 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     exportDir: c.EXPORT_DIR ?? resolve(c.DATA_DIR, 'exports'),
     routerMinConfidence: c.ROUTER_MIN_CONFIDENCE,
     dbPoolSize: c.DB_POOL_SIZE,
+    toolTimeoutMs: c.TOOL_TIMEOUT_MS,
     shutdownGraceMs: c.SHUTDOWN_GRACE_MS,
   };
 }

@@ -61,6 +61,8 @@ export interface ConversationManagerDeps {
   logger: ToolLogger;
   resourceMaxBytes: number;
   exportDir: string;
+  /** A tool call still running after this is answered with tool_error and its writes rolled back. */
+  toolTimeoutMs: number;
 }
 
 const UPGRADE_RE = /^upgrade:([^:]*):level-(.*)$/;
@@ -213,16 +215,32 @@ export class ConversationManager {
       readOnly,
       prefetched,
     });
+    const running = action.run(args, {
+      conversationId,
+      toolName: action.tool,
+      action: action.name,
+      args,
+      sharedContext,
+      logger: this.deps.logger,
+      exportDir: this.deps.exportDir,
+    });
+    // A handler still running after a timeout may reject later: nobody awaits it then.
+    running.catch(() => undefined);
     try {
-      const output = await action.run(args, {
-        conversationId,
-        toolName: action.tool,
-        action: action.name,
-        args,
-        sharedContext,
-        logger: this.deps.logger,
-        exportDir: this.deps.exportDir,
-      });
+      const output = await withTimeout(running, this.deps.toolTimeoutMs);
+      if (output === TIMED_OUT) {
+        await tx.abandon();
+        this.deps.logger.error(
+          { tool: action.tool, action: action.name, conversationId, timeoutMs: this.deps.toolTimeoutMs },
+          'tool timed out',
+        );
+        return fail(
+          500,
+          'tool_error',
+          `Tool ${action.tool} did not finish ${action.name} within ${this.deps.toolTimeoutMs} ms`,
+          decided,
+        );
+      }
       await tx.commit();
       return { status: 200, result: { success: true, output: output ?? null, ...decided } };
     } catch (err) {
@@ -232,6 +250,21 @@ export class ConversationManager {
       this.deps.logger.error({ err, tool: action.tool, action: action.name, conversationId }, 'tool threw');
       return fail(500, 'tool_error', `Tool ${action.tool} failed while running ${action.name}`, decided);
     }
+  }
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+/** The promise's value, or TIMED_OUT when it takes longer than `ms`. */
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
   }
 }
 
@@ -257,10 +290,13 @@ function isInfrastructureError(err: unknown): boolean {
  */
 class LazyTransaction {
   private pending: Promise<PoolClient> | undefined;
+  /** Set once the action is over: a handler still running cannot start a new transaction. */
+  private finished = false;
 
   constructor(private readonly pool: Pool) {}
 
   client(): Promise<Queryable> {
+    if (this.finished) return Promise.reject(new Error('The action is over; its transaction is closed'));
     this.pending ??= (async () => {
       const c = await this.pool.connect();
       try {
@@ -275,6 +311,7 @@ class LazyTransaction {
   }
 
   async commit(): Promise<void> {
+    this.finished = true;
     if (!this.pending) return;
     const c = await this.pending;
     this.pending = undefined;
@@ -288,6 +325,7 @@ class LazyTransaction {
   }
 
   async rollback(): Promise<void> {
+    this.finished = true;
     if (!this.pending) return;
     const pending = this.pending;
     this.pending = undefined;
@@ -303,6 +341,23 @@ class LazyTransaction {
     } catch (err) {
       // A broken connection is discarded rather than returned to the pool.
       c.release(err as Error);
+    }
+  }
+
+  /**
+   * After a timeout the handler may still hold the connection and send more:
+   * the connection is destroyed rather than returned to the pool, which also
+   * makes Postgres roll the transaction back.
+   */
+  async abandon(): Promise<void> {
+    this.finished = true;
+    const pending = this.pending;
+    this.pending = undefined;
+    if (!pending) return;
+    try {
+      (await pending).release(new Error('abandoned after the tool timed out'));
+    } catch {
+      // BEGIN never happened.
     }
   }
 }

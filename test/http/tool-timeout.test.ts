@@ -1,0 +1,55 @@
+/**
+ * A tool that never finishes: the call answers tool_error after
+ * TOOL_TIMEOUT_MS, its writes are rolled back, and the service goes on.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import request from 'supertest';
+import { type TestApp, createTestApp } from '../support/test-app';
+
+const STUCK_TOOL = `module.exports = ({ defineTool, defineAction, z }) => defineTool({
+  name: 'stuck-tool', version: '1.0.0', description: 'Never finishes',
+  actions: {
+    'hang': defineAction({ description: 'Never returns', level: 1, input: z.object({}),
+      handler: () => new Promise(() => undefined) }),
+    'write-then-hang': defineAction({ description: 'Writes, then never returns', level: 2, input: z.object({ name: z.string() }),
+      handler: async ({ name }, ctx) => { await ctx.sharedContext.createResource(name, { half: true }); return new Promise(() => undefined); } }),
+  },
+});
+`;
+
+let t: TestApp;
+let toolsDir: string;
+beforeAll(async () => {
+  toolsDir = mkdtempSync(join(tmpdir(), 'stuck-tools-'));
+  writeFileSync(join(toolsDir, 'stuck-tool.js'), STUCK_TOOL);
+  t = await createTestApp({ TOOLS_DIR: toolsDir, TOOL_TIMEOUT_MS: '300' });
+});
+afterAll(async () => {
+  await t?.close();
+  rmSync(toolsDir, { recursive: true, force: true });
+});
+
+it('answers tool_error when a tool does not finish in time', async () => {
+  const res = await request(t.app)
+    .post('/conversations/stuck-1/negotiate')
+    .send({ action: 'stuck-tool/hang' })
+    .expect(500);
+  expect(res.body).toMatchObject({ success: false, code: 'tool_error' });
+  expect(res.body.error).toContain('within 300 ms');
+});
+
+it('rolls back what a timed-out action wrote, and keeps serving', async () => {
+  await request(t.app).put('/conversations/stuck-2/permissions/stuck-tool').send({ level: 2 }).expect(200);
+  await request(t.app)
+    .post('/conversations/stuck-2/negotiate')
+    .send({ action: 'stuck-tool/write-then-hang', args: { name: 'half' } })
+    .expect(500);
+  await request(t.app).get('/conversations/stuck-2/resources/half').expect(404);
+  const again = await request(t.app)
+    .post('/conversations/stuck-2/negotiate')
+    .send({ action: 'greet', args: { name: 'after' } })
+    .expect(200);
+  expect(again.body.output.message).toBe('Hello, after!');
+});
