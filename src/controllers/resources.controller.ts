@@ -13,6 +13,7 @@ import {
   Tags,
 } from '@tsoa/runtime';
 import { assertConversationExists, ensureConversation } from '../core/conversations';
+import { isValidId } from '../core/resource-names';
 import { encodeData, resourceSql } from '../core/shared-context';
 import { ToolError } from '../core/tool-interface';
 import { AppError, type Problem } from '../http/problem';
@@ -58,7 +59,7 @@ function encodeCursor(name: string): string {
 
 function decodeCursor(cursor: string): string {
   const name = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^[A-Za-z0-9:_-]{1,128}$/.test(name) || encodeCursor(name) !== cursor) {
+  if (!isValidId(name) || encodeCursor(name) !== cursor) {
     throw new AppError('validation_failed', 'cursor is not one this API returned', [
       { path: 'cursor', message: 'invalid cursor' },
     ]);

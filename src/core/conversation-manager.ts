@@ -6,6 +6,7 @@
  * commit together or not at all.
  */
 import type { Pool, PoolClient } from 'pg';
+import { isDatabaseUnavailable } from '../db/database';
 import type { PrismaClient } from '../generated/prisma/client';
 import { loadDecisionContext, ensureConversation } from './conversations';
 import { LEVEL_NAMES, effectiveLevel, isLevel, setToolLevel } from './permissions';
@@ -246,7 +247,8 @@ export class ConversationManager {
     } catch (err) {
       await tx.rollback();
       if (err instanceof ToolError) return fail(TOOL_ERROR_STATUS[err.code], err.code, err.message, decided);
-      if (isInfrastructureError(err)) throw err;
+      // Database trouble is the service's, not the tool's: a 503, not a tool_error.
+      if (isDatabaseUnavailable(err)) throw err;
       this.deps.logger.error({ err, tool: action.tool, action: action.name, conversationId }, 'tool threw');
       return fail(500, 'tool_error', `Tool ${action.tool} failed while running ${action.name}`, decided);
     }
@@ -274,14 +276,6 @@ export function approvalReason(tool: string, action: string, required: Level, cu
     `but its current level in this conversation is ${current} (${LEVEL_NAMES[current]}). ` +
     `The conversation owner can approve with upgrade:${tool}:level-${required}.`
   );
-}
-
-/** Database trouble is the service's, not the tool's: it becomes a 503, not a tool_error. */
-function isInfrastructureError(err: unknown): boolean {
-  // Imported lazily to keep this module's dependencies on the domain side.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const { isDatabaseUnavailable } = require('../db/database') as typeof import('../db/database');
-  return isDatabaseUnavailable(err);
 }
 
 /**

@@ -16,6 +16,7 @@ import { watch, type Dirent, type FSWatcher } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join, resolve, sep } from 'node:path';
 import { z } from 'zod';
+import { MAX_NAME_LENGTH, TOOL_NAME_RE, providerName, qualifiedName } from './naming';
 import {
   ToolError,
   levelFromVerb,
@@ -79,10 +80,6 @@ export interface ToolRegistryOptions {
   logger: ToolLogger;
 }
 
-/** Kebab-case, and short enough that `tool_action` fits the 64 characters providers allow. */
-export const TOOL_NAME_PATTERN = /^[a-z][a-z0-9]*(-[a-z0-9]+)*$/;
-export const MAX_NAME_LENGTH = 31;
-
 /** src/core -> tools, and dist/src/core -> dist/tools: the same relative step. */
 const DEFAULT_BUNDLED_DIR = resolve(__dirname, '..', '..', 'tools');
 const DEFAULT_DEBOUNCE_MS = 250;
@@ -108,8 +105,8 @@ function byName<T extends { name: string }>(a: T, b: T): number {
 class SkipModule extends Error {}
 
 function checkName(kind: 'tool' | 'action', name: string): void {
-  if (!TOOL_NAME_PATTERN.test(name)) {
-    throw new SkipModule(`${kind} name "${name}" is not kebab-case (${String(TOOL_NAME_PATTERN)})`);
+  if (!TOOL_NAME_RE.test(name)) {
+    throw new SkipModule(`${kind} name "${name}" is not kebab-case (${String(TOOL_NAME_RE)})`);
   }
   if (name.length > MAX_NAME_LENGTH) {
     throw new SkipModule(`${kind} name "${name}" is longer than ${MAX_NAME_LENGTH} characters`);
@@ -229,8 +226,8 @@ function makeAction(spec: ActionSpec): LoadedAction {
   return Object.freeze({
     tool: spec.tool,
     name: spec.name,
-    qualifiedName: `${spec.tool}/${spec.name}`,
-    providerName: `${spec.tool}_${spec.name}`,
+    qualifiedName: qualifiedName(spec.tool, spec.name),
+    providerName: providerName(spec.tool, spec.name),
     description: spec.description,
     level: spec.level,
     inputSchema: argsJsonSchema(spec.schema),
