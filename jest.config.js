@@ -7,6 +7,7 @@ module.exports = {
   // The generated Prisma client imports its siblings as './x.js'.
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
   globalSetup: '<rootDir>/test/support/global-setup.ts',
+  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
   // Two cores: one file per core. Each file has its own database.
   maxWorkers: 2,
   testTimeout: 30000,

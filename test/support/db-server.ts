@@ -14,7 +14,24 @@ import { Client } from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
 
 export const ROOT = join(__dirname, '..', '..');
-export const TEMPLATE_DB = 'orchestrator_test_template';
+
+/**
+ * This run's id, set once by the global setup and inherited by the workers.
+ * Every database a run creates carries it in its name, so two `npm test` runs
+ * on one server never touch each other's databases, and the teardown can drop
+ * exactly what this run made (including what a crashed test file left).
+ */
+export function runId(): string {
+  const id = process.env.TEST_RUN_ID;
+  if (!id) throw new Error('TEST_RUN_ID is not set: the global setup did not run');
+  return id;
+}
+
+export const DB_PREFIX = 'orchestrator_test_';
+
+export function templateDb(): string {
+  return `${DB_PREFIX}${runId()}_template`;
+}
 
 export function serverUrl(): string | undefined {
   const url = process.env.TEST_DATABASE_URL || process.env.DATABASE_URL;
@@ -81,13 +98,13 @@ export async function createEmptyDatabase(): Promise<TestDatabase> {
 
 /** A fresh database with every migration applied. */
 export async function createMigratedDatabase(): Promise<TestDatabase> {
-  return createDatabase(TEMPLATE_DB);
+  return createDatabase(templateDb());
 }
 
 async function createDatabase(template: string | undefined): Promise<TestDatabase> {
   const url = serverUrl();
   if (!url) return createEmbedded(template !== undefined);
-  const name = `orchestrator_test_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const name = `${DB_PREFIX}${runId()}_${randomBytes(4).toString('hex')}`;
   await withAdmin(url, (c) => c.query(`CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ''}`));
   return {
     url: urlForDatabase(url, name),
