@@ -28,14 +28,14 @@ async function main(): Promise<void> {
   const dbServer = await openDatabaseServer(config, (msg) => logger.info(msg));
   if (!dbServer.embedded) logger.info('Using the Postgres server of DATABASE_URL');
   if (config.migrateOnStart) {
-    const report = await applyMigrations({ connectionString: dbServer.connectionString });
+    const report = await applyMigrations({ client: dbServer.clientConfig });
     logger.info(
       { applied: report.applied },
       report.applied.length ? 'Applied migrations' : 'Database schema is up to date',
     );
   }
   const db = openDatabase({
-    connectionString: dbServer.connectionString,
+    client: dbServer.clientConfig,
     poolSize: config.dbPoolSize,
     sharedSession: dbServer.embedded,
     onError: (err) => logger.warn({ err }, 'idle database connection failed'),

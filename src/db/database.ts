@@ -4,8 +4,7 @@
  * are written in SQL, so a request never holds two pools' connections.
  */
 import { PrismaPg } from '@prisma/adapter-pg';
-import { Pool, type PoolClient } from 'pg';
-import { parseIntoClientConfig } from 'pg-connection-string';
+import { Pool, type ClientConfig, type PoolClient } from 'pg';
 import { PrismaClient } from '../generated/prisma/client';
 
 export interface Database {
@@ -17,13 +16,14 @@ export interface Database {
 }
 
 export interface DatabaseOptions {
-  connectionString: string;
+  /** Where the server is (DatabaseServer.clientConfig). */
+  client: ClientConfig;
   poolSize: number;
   /** How long to wait for a connection before failing with 503 rather than hanging. */
   connectionTimeoutMs?: number;
   /**
-   * True for the embedded PGlite server: all its client connections share one
-   * Postgres session, so statement names prepared on one connection would
+   * True for the embedded PGlite database: all its connections share one
+   * Postgres session, so a statement name prepared on one connection would
    * collide with another's. Named statements are then sent unnamed.
    */
   sharedSession?: boolean;
@@ -32,7 +32,7 @@ export interface DatabaseOptions {
 
 export function openDatabase(opts: DatabaseOptions): Database {
   const pool = new Pool({
-    ...parseIntoClientConfig(opts.connectionString),
+    ...opts.client,
     max: opts.poolSize,
     connectionTimeoutMillis: opts.connectionTimeoutMs ?? 5000,
     idleTimeoutMillis: 30000,

@@ -1,46 +1,63 @@
 /**
  * Where the database is: the server of DATABASE_URL, or an embedded Postgres
- * (PGlite, data under DATA_DIR) served over a local TCP socket so that `pg`,
- * Prisma's adapter and the migration engine all talk to it like to any server.
+ * (PGlite, data under DATA_DIR) reached through in-process connections (see
+ * pglite-bridge.ts), so that `pg`, Prisma's adapter and the migration engine
+ * all talk to it as to any server while no other process can reach it.
  */
 import { PGlite } from '@electric-sql/pglite';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import type { ClientConfig } from 'pg';
+import { parseIntoClientConfig } from 'pg-connection-string';
 import type { Config } from '../config';
+import { lockDataDir } from './data-dir-lock';
+import { pgliteBridge } from './pglite-bridge';
 
 export interface DatabaseServer {
-  connectionString: string;
+  /** How a `pg` client reaches it: a URL's fields, or in-process streams for the embedded one. */
+  clientConfig: ClientConfig;
   embedded: boolean;
-  /** Closes the embedded server (a no-op for an external one). */
+  /** Closes the embedded database and frees DATA_DIR (a no-op for an external server). */
   close(): Promise<void>;
+}
+
+export function externalServer(url: string): DatabaseServer {
+  return { clientConfig: parseIntoClientConfig(url), embedded: false, close: async () => undefined };
+}
+
+/** In-process `pg` connections to a PGlite instance (the service's, or a test's in-memory one). */
+export function embeddedClientConfig(db: PGlite, onError?: (err: Error) => void): ClientConfig {
+  const bridge = pgliteBridge(db, onError);
+  return { user: 'postgres', database: 'postgres', stream: () => bridge.connect() };
 }
 
 export async function openDatabaseServer(
   config: Pick<Config, 'databaseUrl' | 'dataDir'>,
   log: (message: string) => void,
 ): Promise<DatabaseServer> {
-  if (config.databaseUrl) {
-    return { connectionString: config.databaseUrl, embedded: false, close: async () => undefined };
-  }
+  if (config.databaseUrl) return externalServer(config.databaseUrl);
+  // Before PGlite touches the files: a second process must not open them at all.
+  const lock = lockDataDir(config.dataDir);
   const dataDir = join(config.dataDir, 'pgdata');
-  mkdirSync(dataDir, { recursive: true });
-  const db = await PGlite.create({ dataDir });
-  // PGlite runs one query at a time; the socket server queues the queries of
-  // several client connections, and keeps each transaction on its connection.
-  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 64 });
-  await server.start();
-  const address = server.getServerConn(); // "127.0.0.1:PORT"
-  log(`Using embedded Postgres (PGlite), data in ${dataDir}, served at ${address}`);
+  let db: PGlite;
+  try {
+    db = await PGlite.create({ dataDir });
+  } catch (err) {
+    lock.release();
+    throw err;
+  }
+  log(`Using embedded Postgres (PGlite), data in ${dataDir}, reachable only from this process`);
   let closed = false;
   return {
-    connectionString: `postgresql://postgres:postgres@${address}/postgres?sslmode=disable`,
+    clientConfig: embeddedClientConfig(db, (err) => log(`embedded Postgres: ${err.message}`)),
     embedded: true,
     close: async () => {
       if (closed) return;
       closed = true;
-      await server.stop();
-      await db.close();
+      try {
+        await db.close();
+      } finally {
+        lock.release();
+      }
     },
   };
 }

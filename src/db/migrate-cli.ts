@@ -11,9 +11,9 @@
  */
 import { parseArgs } from 'node:util';
 import { PGlite } from '@electric-sql/pglite';
-import { PGLiteSocketServer } from '@electric-sql/pglite-socket';
+import { parseIntoClientConfig } from 'pg-connection-string';
 import { loadConfig } from '../config';
-import { openDatabaseServer } from './embedded';
+import { embeddedClientConfig, openDatabaseServer } from './embedded';
 import { applyMigrations, diffDatabaseToSchema, diffMigrationsToSchema } from './migrator';
 
 const log = (m: string): void => void process.stderr.write(`${m}\n`);
@@ -22,7 +22,7 @@ async function migrate(to: string | undefined): Promise<void> {
   const config = loadConfig(process.env);
   const server = await openDatabaseServer(config, log);
   try {
-    const report = await applyMigrations({ connectionString: server.connectionString, to });
+    const report = await applyMigrations({ client: server.clientConfig, to });
     if (report.applied.length === 0) process.stdout.write('Database is up to date; no migration applied.\n');
     for (const name of report.applied) process.stdout.write(`Applied ${name}\n`);
   } finally {
@@ -32,14 +32,11 @@ async function migrate(to: string | undefined): Promise<void> {
 
 async function diffOnScratchEmbedded(): Promise<string> {
   const db = await PGlite.create();
-  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 8 });
-  await server.start();
   try {
-    const connectionString = `postgresql://postgres:postgres@${server.getServerConn()}/postgres?sslmode=disable`;
-    await applyMigrations({ connectionString });
-    return await diffDatabaseToSchema({ connectionString });
+    const client = embeddedClientConfig(db);
+    await applyMigrations({ client });
+    return await diffDatabaseToSchema({ client });
   } finally {
-    await server.stop();
     await db.close();
   }
 }
@@ -47,7 +44,7 @@ async function diffOnScratchEmbedded(): Promise<string> {
 async function diff(check: boolean): Promise<void> {
   const config = loadConfig(process.env);
   const raw = config.databaseUrl
-    ? await diffMigrationsToSchema({ connectionString: config.databaseUrl })
+    ? await diffMigrationsToSchema({ client: parseIntoClientConfig(config.databaseUrl) })
     : await diffOnScratchEmbedded();
   // The engine says "-- This is an empty migration." when there is nothing to do.
   const sql = raw.replace(/^-- This is an empty migration\.\s*$/m, '').trim();

@@ -8,8 +8,7 @@ import { readFileSync, readdirSync, existsSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
-import { Client, Pool } from 'pg';
-import { parseIntoClientConfig } from 'pg-connection-string';
+import { Client, Pool, type ClientConfig } from 'pg';
 import { bindMigrationAwareSqlAdapterFactory, ColumnTypeEnum, type SqlQueryable } from '@prisma/driver-adapter-utils';
 import type * as EngineBg from '@prisma/schema-engine-wasm/schema_engine_bg' with { 'resolution-mode': 'import' };
 
@@ -86,7 +85,8 @@ function withUnrefTimers(bg: Record<string, unknown>): Record<string, unknown> {
 }
 
 export interface MigrationOptions {
-  connectionString: string;
+  /** Where the server is (DatabaseServer.clientConfig, or parseIntoClientConfig of a URL). */
+  client: ClientConfig;
   migrationsDir?: string;
   schemaPath?: string;
   /** Stop after this migration directory (inclusive). */
@@ -218,7 +218,7 @@ async function withEngine<T>(opts: MigrationOptions, fn: (engine: SchemaEngine) 
   // process alive until idle connections time out. Discrete fields rather than
   // a connection string, because the adapter makes its shadow database by
   // overriding `database`, which a connection string would take precedence over.
-  const pool = new Pool({ ...parseIntoClientConfig(opts.connectionString), max: 2 });
+  const pool = new Pool({ ...opts.client, max: 2 });
   const factory = bindMigrationAwareSqlAdapterFactory(migrationAwareFactory(pool));
   const engine = await bg.SchemaEngine.new(
     { datamodels: [[schemaPath, readFileSync(schemaPath, 'utf8')]] },
@@ -240,8 +240,8 @@ const MIGRATION_LOCK_KEY = 727073690;
  * Replicas starting together on one Postgres each try to migrate: the lock
  * makes them take turns, and the later ones find nothing left to apply.
  */
-async function withMigrationLock<T>(connectionString: string, fn: () => Promise<T>): Promise<T> {
-  const client = new Client(parseIntoClientConfig(connectionString));
+async function withMigrationLock<T>(config: ClientConfig, fn: () => Promise<T>): Promise<T> {
+  const client = new Client(config);
   await client.connect();
   try {
     await client.query('SELECT pg_advisory_lock($1)', [MIGRATION_LOCK_KEY]);
@@ -264,7 +264,7 @@ export async function applyMigrations(opts: MigrationOptions): Promise<Migration
     }
     dirs = all.slice(0, stop + 1);
   }
-  const applied = await withMigrationLock(opts.connectionString, () =>
+  const applied = await withMigrationLock(opts.client, () =>
     withEngine(opts, async (engine) => {
       const out = await engine.applyMigrations({
         migrationsList: migrationList(migrationsDir, dirs),

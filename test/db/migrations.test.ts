@@ -5,7 +5,7 @@
  */
 import { Client } from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
-import { type TestDatabase, createEmptyDatabase, runMigrateCli } from '../support/db-server';
+import { type UrlTestDatabase, createEmptyDatabase, runMigrateCli } from '../support/db-server';
 
 const BASELINE = '20260101000000_m4_baseline';
 const ALL = [
@@ -25,7 +25,7 @@ async function query<T = Record<string, unknown>>(url: string, sql: string, para
 }
 
 describe('db:migrate', () => {
-  let db: TestDatabase;
+  let db: UrlTestDatabase;
   beforeEach(async () => {
     db = await createEmptyDatabase();
   });

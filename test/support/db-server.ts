@@ -10,8 +10,9 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client } from 'pg';
+import { Client, type ClientConfig } from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
+import { embeddedClientConfig } from '../../src/db/embedded';
 
 export const ROOT = join(__dirname, '..', '..');
 
@@ -85,48 +86,58 @@ export function runMigrateCli(connectionString: string, args: string[] = []): Pr
 }
 
 export interface TestDatabase {
-  url: string;
-  /** An embedded PGlite server (one session shared by all connections). */
+  /** How the app's pool reaches it (in-process streams for the embedded one). */
+  client: ClientConfig;
+  /** An embedded PGlite database (one session shared by all connections). */
   embedded: boolean;
   close(): Promise<void>;
 }
 
-/** A fresh, empty (unmigrated) database. */
-export async function createEmptyDatabase(): Promise<TestDatabase> {
-  return createDatabase(undefined);
+/** A database that another process (the migration CLI) can reach by URL. */
+export interface UrlTestDatabase extends TestDatabase {
+  url: string;
 }
 
-/** A fresh database with every migration applied. */
-export async function createMigratedDatabase(): Promise<TestDatabase> {
-  return createDatabase(templateDb());
-}
-
-async function createDatabase(template: string | undefined): Promise<TestDatabase> {
+/**
+ * A fresh, empty (unmigrated) database, reachable by URL for the migration
+ * CLI: on the embedded path through a PGlite socket server, which only the
+ * CLI's sequential statements use (the service never serves PGlite that way).
+ */
+export async function createEmptyDatabase(): Promise<UrlTestDatabase> {
   const url = serverUrl();
-  if (!url) return createEmbedded(template !== undefined);
-  const name = `${DB_PREFIX}${runId()}_${randomBytes(4).toString('hex')}`;
-  await withAdmin(url, (c) => c.query(`CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ''}`));
-  return {
-    url: urlForDatabase(url, name),
-    embedded: false,
-    close: () => withAdmin(url, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined),
-  };
-}
-
-async function createEmbedded(migrated: boolean): Promise<TestDatabase> {
-  const templatePath = process.env.TEST_PGLITE_TEMPLATE;
-  if (migrated && !templatePath) throw new Error('global setup did not prepare the embedded template');
-  const db = migrated
-    ? await PGlite.create({ loadDataDir: new Blob([readFileSync(templatePath!)]) })
-    : await PGlite.create();
-  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 64 });
+  if (url) return createOnServer(url, undefined);
+  const db = await PGlite.create();
+  const server = new PGLiteSocketServer({ db, host: '127.0.0.1', port: 0, maxConnections: 8 });
   await server.start();
   return {
     url: `postgresql://postgres:postgres@${server.getServerConn()}/postgres?sslmode=disable`,
+    client: embeddedClientConfig(db),
     embedded: true,
     close: async () => {
       await server.stop();
       await db.close();
     },
+  };
+}
+
+/** A fresh database with every migration applied. */
+export async function createMigratedDatabase(): Promise<TestDatabase> {
+  const url = serverUrl();
+  if (url) return createOnServer(url, templateDb());
+  const templatePath = process.env.TEST_PGLITE_TEMPLATE;
+  if (!templatePath) throw new Error('global setup did not prepare the embedded template');
+  const db = await PGlite.create({ loadDataDir: new Blob([readFileSync(templatePath)]) });
+  return { client: embeddedClientConfig(db), embedded: true, close: () => db.close() };
+}
+
+async function createOnServer(url: string, template: string | undefined): Promise<UrlTestDatabase> {
+  const name = `${DB_PREFIX}${runId()}_${randomBytes(4).toString('hex')}`;
+  await withAdmin(url, (c) => c.query(`CREATE DATABASE "${name}"${template ? ` TEMPLATE "${template}"` : ''}`));
+  const own = urlForDatabase(url, name);
+  return {
+    url: own,
+    client: parseIntoClientConfig(own),
+    embedded: false,
+    close: () => withAdmin(url, (c) => c.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`)).then(() => undefined),
   };
 }

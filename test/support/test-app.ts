@@ -25,7 +25,7 @@ export async function createTestApp(env: Record<string, string> = {}): Promise<T
   const database = await createMigratedDatabase();
   const config: Config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', NODE_ENV: 'test', ...env });
   const logger = createLogger(config.logLevel);
-  const db = openDatabase({ connectionString: database.url, poolSize: 5, sharedSession: database.embedded });
+  const db = openDatabase({ client: database.client, poolSize: 5, sharedSession: database.embedded });
   const { services, registry } = wireServices(config, logger, db, { debounceMs: 50 });
   await registry.load();
   const app = buildApp(services);

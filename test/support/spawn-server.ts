@@ -1,0 +1,72 @@
+/**
+ * The real entry point in a child process, as a newcomer runs it, for tests
+ * of start-up, shutdown and the embedded database.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { ROOT } from './db-server';
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const address = srv.address();
+      srv.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+export interface SpawnedServer {
+  child: ChildProcess;
+  url: string;
+  output: () => string;
+  /** Resolves with the exit code (null when killed by a signal). */
+  exited: Promise<number | null>;
+}
+
+/**
+ * Spawns `src/server.ts` (through tsx) on the embedded database unless `env`
+ * sets DATABASE_URL. Does not wait for readiness: see waitReady.
+ */
+export async function spawnServer(env: Record<string, string>, port?: number): Promise<SpawnedServer> {
+  const listenPort = port ?? (await freePort());
+  const childEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    PORT: String(listenPort),
+    HOST: '127.0.0.1',
+    LOG_LEVEL: 'info',
+    ...env,
+  };
+  if (!('DATABASE_URL' in env)) delete childEnv.DATABASE_URL;
+  delete childEnv.TEST_DATABASE_URL;
+  const child = spawn(process.execPath, [require.resolve('tsx/cli'), join(ROOT, 'src', 'server.ts')], {
+    cwd: ROOT,
+    env: childEnv,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  return { child, url: `http://127.0.0.1:${listenPort}`, output: () => out, exited };
+}
+
+/** Polls /readyz until 200 (the process first opens the database and migrates), with a deadline. */
+export async function waitReady(server: SpawnedServer, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const res = await fetch(`${server.url}/readyz`).catch(() => undefined);
+    if (res?.ok) return;
+    if (server.child.exitCode !== null || server.child.signalCode !== null || Date.now() > deadline) {
+      throw new Error(`server did not become ready:\n${server.output()}`);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+export async function startServer(env: Record<string, string>): Promise<SpawnedServer> {
+  const server = await spawnServer(env);
+  await waitReady(server);
+  return server;
+}
