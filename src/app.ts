@@ -8,6 +8,7 @@ import express, { type Express } from 'express';
 import swaggerUi from 'swagger-ui-express';
 import { PROJECT_ROOT } from './db/migrator';
 import { RegisterRoutes } from './generated/routes';
+import { checkJsonBody, checkUrl } from './http/input-checks';
 import { errorHandler, notFound, requestLogging } from './http/middleware';
 import { mcpRouter } from './mcp/conversation-mcp';
 import type { Services } from './services';
@@ -31,7 +32,9 @@ export function buildApp(services: Services): Express {
   app.set('etag', false);
   app.set('trust proxy', true);
   app.use(requestLogging(services.logger));
+  app.use(checkUrl);
   app.use(express.json({ limit: services.config.bodyLimit, type: ['application/json', 'application/*+json'] }));
+  app.use(checkJsonBody);
 
   const spec = openapiSpec();
   app.get('/openapi.json', (_req, res) => {
@@ -42,7 +45,7 @@ export function buildApp(services: Services): Express {
   app.use(mcpRouter(services));
   RegisterRoutes(app);
 
-  app.use(notFound);
+  app.use(notFound(app));
   app.use(errorHandler(services.logger));
   return app;
 }

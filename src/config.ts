@@ -49,6 +49,12 @@ export const ZConfig = z.object({
   /** How long in-flight requests get to finish after SIGTERM; shorter than
    * Docker's default 10 s stop timeout so the database closes cleanly. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600000).default(8000),
+  /** Slow-header (slowloris) clients are cut off after this; honest ones send headers in milliseconds. */
+  HTTP_HEADERS_TIMEOUT_MS: z.coerce.number().int().min(1).max(600000).default(10000),
+  /** Whole request (headers and body) must arrive within this: a 1 MiB body on a slow link fits. */
+  HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1).max(3600000).default(60000),
+  /** Above the 60 s idle timeout of common load balancers, so the server never closes first. */
+  HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1).max(600000).default(65000),
 });
 
 export type TConfigInput = z.input<typeof ZConfig>;
@@ -70,6 +76,9 @@ export interface Config {
   dbPoolSize: number;
   toolTimeoutMs: number;
   shutdownGraceMs: number;
+  headersTimeoutMs: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
 }
 
 export class ConfigError extends Error {
@@ -94,6 +103,12 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     );
   }
   const c = parsed.data;
+  if (c.HTTP_HEADERS_TIMEOUT_MS > c.HTTP_REQUEST_TIMEOUT_MS) {
+    // Node refuses a headers timeout above the request timeout.
+    throw new ConfigError([
+      `HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS (got ${c.HTTP_HEADERS_TIMEOUT_MS} > ${c.HTTP_REQUEST_TIMEOUT_MS})`,
+    ]);
+  }
   return {
     nodeEnv: c.NODE_ENV,
     port: c.PORT,
@@ -111,5 +126,8 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     dbPoolSize: c.DB_POOL_SIZE,
     toolTimeoutMs: c.TOOL_TIMEOUT_MS,
     shutdownGraceMs: c.SHUTDOWN_GRACE_MS,
+    headersTimeoutMs: c.HTTP_HEADERS_TIMEOUT_MS,
+    requestTimeoutMs: c.HTTP_REQUEST_TIMEOUT_MS,
+    keepAliveTimeoutMs: c.HTTP_KEEP_ALIVE_TIMEOUT_MS,
   };
 }

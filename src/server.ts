@@ -9,6 +9,7 @@ import { ConfigError, loadConfig } from './config';
 import { openDatabase } from './db/database';
 import { openDatabaseServer } from './db/embedded';
 import { applyMigrations } from './db/migrator';
+import { applyHttpTimeouts } from './http/server-timeouts';
 import { createLogger } from './logger';
 import { wireServices } from './bootstrap';
 import { closeMcpSessions } from './mcp/conversation-mcp';
@@ -47,6 +48,7 @@ async function main(): Promise<void> {
   const server = app.listen(config.port, config.host, () => {
     logger.info({ port: config.port, host: config.host }, 'Listening');
   });
+  applyHttpTimeouts(server, config); // same tick as listen: see applyHttpTimeouts
   installShutdown(
     server,
     // MCP sessions hold open SSE streams: end them first, or close() waits out the grace period.

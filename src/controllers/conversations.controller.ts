@@ -46,8 +46,12 @@ export class ConversationsController extends Controller {
   /** Creates a conversation. */
   @Post()
   @SuccessResponse(201, 'Created')
-  @Response<Problem>(400, 'Invalid id, metadata or policy')
+  @Response<Problem>(
+    400,
+    'Invalid id, metadata or policy; NUL, lone surrogates, `__proto__` keys or nesting over 64 levels',
+  )
   @Response<Problem>(409, 'A conversation with this id exists')
+  @Response<Problem>(415, 'Unsupported Content-Encoding or charset')
   public async createConversation(@Body() body: CreateConversationBody): Promise<Conversation> {
     let policy;
     if (body.policy !== undefined) {
@@ -64,6 +68,7 @@ export class ConversationsController extends Controller {
   }
 
   @Get('{id}')
+  @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
   @Response<Problem>(404, 'No such conversation')
   public async getConversation(@Path() id: Id): Promise<Conversation> {
     return getConversation(this.services.db.prisma, id);
@@ -72,6 +77,7 @@ export class ConversationsController extends Controller {
   /** Deletes the conversation with its resources, permissions and history. */
   @Delete('{id}')
   @SuccessResponse(204, 'Deleted')
+  @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
   @Response<Problem>(404, 'No such conversation')
   public async deleteConversation(@Path() id: Id): Promise<void> {
     await deleteConversation(this.services.db.prisma, id);
@@ -80,6 +86,7 @@ export class ConversationsController extends Controller {
 
   /** The conversation in the seed's M5 JSON format. */
   @Get('{id}/state')
+  @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
   @Response<Problem>(404, 'No such conversation')
   public async getState(@Path() id: Id): Promise<ConversationState> {
     return getConversationState(this.services.db.prisma, this.services.db.pool, id);

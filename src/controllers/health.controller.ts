@@ -22,6 +22,7 @@ export class HealthController extends Controller {
 
   /** Liveness: 200 while the process runs. */
   @Get('healthz')
+  @Response<Problem>(400, 'Malformed URL: bad percent-encoding or a NUL character')
   public healthz(): HealthStatus {
     return { status: 'ok' };
   }
@@ -29,6 +30,7 @@ export class HealthController extends Controller {
   /** Readiness: 200 when the database answers and the tools are loaded, else 503. */
   @Get('readyz')
   @SuccessResponse(200, 'Ready')
+  @Response<Problem>(400, 'Malformed URL: bad percent-encoding or a NUL character')
   @Response<Problem>(503, 'Database unreachable or tools not loaded yet')
   public async readyz(): Promise<ReadinessStatus> {
     if (!this.services.catalog.ready) throw new AppError('unavailable', 'Tools are not loaded yet');

@@ -39,13 +39,17 @@ export class NegotiateController extends Controller {
    */
   @Post('{conversationId}/negotiate')
   @SuccessResponse(200, 'The action ran (or, with dryRun, would run)')
-  @Response<NegotiationResult>(400, 'invalid_args: args fail the action input schema, or a bad upgrade level')
+  @Response<NegotiationResult>(
+    400,
+    'invalid_args: args fail the action input schema, hold NUL, lone surrogates or nesting over 64 levels, or a bad upgrade level',
+  )
   @Response<Problem>(400, 'Malformed request (validation_failed, problem+json)')
   @Response<NegotiationResult>(403, 'permission_required (requiresApproval) or denied by policy (contradiction)')
   @Response<NegotiationResult>(404, 'no_tool, unknown_tool or resource_not_found')
   @Response<NegotiationResult>(409, 'ambiguous_action or resource_exists')
   @Response<NegotiationResult>(413, 'resource_too_large')
   @Response<NegotiationResult>(500, 'tool_error: the tool threw')
+  @Response<Problem>(415, 'Unsupported Content-Encoding or charset (problem+json)')
   @Response<Problem>(503, 'Database unreachable (unavailable, problem+json)')
   public async negotiate(@Path() conversationId: Id, @Body() body: NegotiateBody): Promise<NegotiationResult> {
     const { status, result } = await this.services.manager.negotiate(conversationId, body);

@@ -60,6 +60,7 @@ export class PermissionsController extends Controller {
 
   /** The effective level of every registered tool in this conversation. */
   @Get()
+  @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
   @Response<Problem>(404, 'No such conversation')
   public async getPermissions(@Path() id: Id): Promise<Permissions> {
     return listPermissions(
@@ -71,6 +72,7 @@ export class PermissionsController extends Controller {
 
   /** Permission changes, oldest first. Append-only. */
   @Get('history')
+  @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
   @Response<Problem>(404, 'No such conversation')
   public async getHistory(@Path() id: Id): Promise<PermissionHistory> {
     return { events: await permissionHistory(this.services.db.prisma, id) };
@@ -80,6 +82,7 @@ export class PermissionsController extends Controller {
   @Put('{tool}')
   @Response<Problem>(400, 'Level is not 1, 2 or 3')
   @Response<Problem>(404, 'No such tool')
+  @Response<Problem>(415, 'Unsupported Content-Encoding or charset')
   public async setLevel(@Path() id: Id, @Path() tool: string, @Body() body: SetLevelBody): Promise<LevelChange> {
     if (!this.services.catalog.snapshot().set.byName.has(tool)) {
       throw new AppError('not_found', `Unknown tool: ${tool.slice(0, 64)}`);

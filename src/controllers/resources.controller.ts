@@ -16,6 +16,7 @@ import { assertConversationExists, ensureConversation } from '../core/conversati
 import { isValidId } from '../core/resource-names';
 import { encodeData, resourceSql } from '../core/shared-context';
 import { ToolError } from '../core/tool-interface';
+import { type Precondition, parsePrecondition } from '../http/preconditions';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { Id, Resource } from './types';
@@ -33,20 +34,9 @@ export interface PutResourceBody {
 
 const CLIENT = 'client';
 
-/** `*`, or one or more entity tags such as `"3"` (weak ones compare by version too). */
-type Precondition = { any: true } | { versions: number[] };
-
-function parsePrecondition(header: string | undefined, name: string): Precondition | undefined {
-  if (header === undefined) return undefined;
-  const value = header.trim();
-  if (value === '*') return { any: true };
-  const tags = value.split(',').map((t) => /^(?:W\/)?"(\d{1,9})"$/.exec(t.trim()));
-  if (tags.length === 0 || tags.some((m) => m === null)) {
-    throw new AppError('validation_failed', `${name} must be * or entity tags such as "3"`, [
-      { path: name, message: 'must be * or entity tags such as "3"' },
-    ]);
-  }
-  return { versions: tags.map((m) => Number(m![1])) };
+/** The versions an If-Match allows, as one array for one statement; undefined for none or `*`. */
+function versionsOf(match: Precondition | undefined): number[] | undefined {
+  return match && 'versions' in match ? match.versions : undefined;
 }
 
 function etag(version: number): string {
@@ -85,7 +75,7 @@ export class ResourcesController extends Controller {
    * @param cursor From the previous page's nextCursor.
    */
   @Get()
-  @Response<Problem>(400, 'Bad limit or cursor')
+  @Response<Problem>(400, 'Bad limit, cursor or id; a NUL character in a query value')
   @Response<Problem>(404, 'No such conversation')
   public async listResources(
     @Path() id: Id,
@@ -105,6 +95,7 @@ export class ResourcesController extends Controller {
 
   /** One resource, with `ETag: "VERSION"`. */
   @Get('{name}')
+  @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
   @Response<Problem>(404, 'No such resource')
   public async getResource(@Path() id: Id, @Path() name: Id): Promise<Resource> {
     const resource = await resourceSql.get(this.services.db.pool, id, name);
@@ -121,9 +112,11 @@ export class ResourcesController extends Controller {
   @Put('{name}')
   @SuccessResponse(200, 'Updated')
   @Response<Resource>(201, 'Created')
-  @Response<Problem>(400, 'Invalid body or precondition header')
-  @Response<Problem>(412, 'If-Match or If-None-Match failed')
+  @Response<Problem>(400, 'Invalid body or precondition header; NUL, lone surrogates or nesting over 64 levels')
+  @Response<Problem>(404, 'The conversation was deleted while the write ran')
+  @Response<Problem>(412, 'If-Match or If-None-Match failed (no listed entity tag is the current version)')
   @Response<Problem>(413, 'data is larger than RESOURCE_MAX_BYTES')
+  @Response<Problem>(415, 'Unsupported Content-Encoding or charset')
   public async putResource(
     @Path() id: Id,
     @Path() name: Id,
@@ -160,17 +153,15 @@ export class ResourcesController extends Controller {
   /** Deletes a resource. `If-Match: "VERSION"` makes it conditional. */
   @Delete('{name}')
   @SuccessResponse(204, 'Deleted')
+  @Response<Problem>(400, 'Malformed URL or If-Match header')
   @Response<Problem>(404, 'No such resource')
   @Response<Problem>(412, 'If-Match failed')
   public async deleteResource(@Path() id: Id, @Path() name: Id, @Header('If-Match') ifMatch?: string): Promise<void> {
     const match = parsePrecondition(ifMatch, 'If-Match');
     const { pool } = this.services.db;
-    const versions = match && 'versions' in match ? match.versions : [undefined];
-    for (const version of versions) {
-      if (await resourceSql.delete(pool, id, name, version)) {
-        this.setStatus(204);
-        return;
-      }
+    if (await resourceSql.delete(pool, id, name, versionsOf(match))) {
+      this.setStatus(204);
+      return;
     }
     const exists = await resourceSql.get(pool, id, name);
     if (!exists) throw new AppError('not_found', `Resource not found: ${name}`);
@@ -191,11 +182,8 @@ export class ResourcesController extends Controller {
 
   private async conditionalUpdate(id: string, name: string, json: string, match: Precondition): Promise<Resource> {
     const { pool } = this.services.db;
-    const versions = 'versions' in match ? match.versions : [undefined];
-    for (const version of versions) {
-      const updated = await resourceSql.update(pool, id, name, json, CLIENT, version);
-      if (updated) return updated;
-    }
+    const updated = await resourceSql.update(pool, id, name, json, CLIENT, versionsOf(match));
+    if (updated) return updated;
     const current = await resourceSql.get(pool, id, name);
     throw new AppError(
       'precondition_failed',

@@ -37,6 +37,7 @@ export class ToolsController extends Controller {
 
   /** Every registered tool, sorted by name, with its actions. */
   @Get()
+  @Response<Problem>(400, 'Malformed URL: bad percent-encoding or a NUL character')
   public listTools(): ToolList {
     return { tools: this.services.catalog.toolViews() };
   }
@@ -116,6 +117,7 @@ export class ToolsController extends Controller {
 
   /** One tool. */
   @Get('{name}')
+  @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
   @Response<Problem>(404, 'No such tool')
   public getTool(@Path() name: string): Tool {
     const tool = this.services.catalog.toolViews().find((t) => t.name === name);

@@ -114,23 +114,23 @@ export const resourceSql = {
     return rows[0] ? toResource(rows[0]) : undefined;
   },
 
-  /** undefined when missing (or, with expectedVersion, when the version differs). */
+  /** undefined when missing (or, with expectedVersions, when the version is none of them). */
   async update(
     db: Queryable,
     conversationId: string,
     name: string,
     json: string,
     by: string,
-    expectedVersion?: number,
+    expectedVersions?: number[],
   ): Promise<Resource | undefined> {
     const { rows } = await prepared<ResourceRow>(
       db,
       'resource_update',
       `UPDATE resources
        SET data = $3::jsonb, updated_by = $4, updated_at = now(), version = version + 1
-       WHERE conversation_id = $1 AND name = $2 AND ($5::int IS NULL OR version = $5::int)
+       WHERE conversation_id = $1 AND name = $2 AND ($5::int[] IS NULL OR version = ANY($5::int[]))
        RETURNING ${COLUMNS}`,
-      [conversationId, name, json, by, expectedVersion ?? null],
+      [conversationId, name, json, by, expectedVersions ?? null],
     );
     return rows[0] ? toResource(rows[0]) : undefined;
   },
@@ -158,13 +158,14 @@ export const resourceSql = {
     return { resource: toResource(row), created: row.created };
   },
 
-  /** false when missing (or, with expectedVersion, when the version differs). */
-  async delete(db: Queryable, conversationId: string, name: string, expectedVersion?: number): Promise<boolean> {
+  /** false when missing (or, with expectedVersions, when the version is none of them). */
+  async delete(db: Queryable, conversationId: string, name: string, expectedVersions?: number[]): Promise<boolean> {
     const { rowCount } = await prepared<Record<string, unknown>>(
       db,
       'resource_delete',
-      `DELETE FROM resources WHERE conversation_id = $1 AND name = $2 AND ($3::int IS NULL OR version = $3::int)`,
-      [conversationId, name, expectedVersion ?? null],
+      `DELETE FROM resources
+       WHERE conversation_id = $1 AND name = $2 AND ($3::int[] IS NULL OR version = ANY($3::int[]))`,
+      [conversationId, name, expectedVersions ?? null],
     );
     return (rowCount ?? 0) > 0;
   },

@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { ValidateError } from '@tsoa/runtime';
-import type { ErrorRequestHandler, RequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, Express, RequestHandler, Response } from 'express';
 import { isDatabaseUnavailable } from '../db/database';
 import type { Logger } from '../logger';
+import { allowedMethods } from './allowed-methods';
+import { clientErrorOf } from './db-errors';
+import { UnstorableInputError } from './input-checks';
 import { AppError, type FieldError, type ProblemCode, problemOf } from './problem';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -44,9 +47,39 @@ export function requestLogging(logger: Logger): RequestHandler {
   };
 }
 
-export const notFound: RequestHandler = (req, res) => {
-  sendProblem(res, 'not_found', `No route for ${req.method} ${req.path}`);
-};
+/** After every route: a known path with another method is a 405 with Allow, anything else a 404. */
+export function notFound(app: Express): RequestHandler {
+  return (req, res) => {
+    const allow = allowedMethods(app, req.path);
+    if (allow.length === 0) return sendProblem(res, 'not_found', `No route for ${req.method} ${req.path}`);
+    res.setHeader('Allow', allow.join(', '));
+    sendProblem(res, 'method_not_allowed', `${req.method} is not supported here; use ${allow.join(', ')}`);
+  };
+}
+
+/** The body parser's errors (http-errors with a `type`) as problems. */
+function bodyParserProblem(res: Response, type: string, status: number): boolean {
+  switch (type) {
+    case 'entity.too.large':
+      sendProblem(res, 'payload_too_large', 'Request body is larger than BODY_LIMIT');
+      return true;
+    case 'entity.parse.failed':
+      sendProblem(res, 'validation_failed', 'Request body is not valid JSON');
+      return true;
+    case 'encoding.unsupported':
+      sendProblem(res, 'unsupported_media_type', 'Unsupported Content-Encoding; use gzip, deflate, br or none');
+      return true;
+    case 'charset.unsupported':
+      sendProblem(res, 'unsupported_media_type', 'Unsupported charset; send UTF-8');
+      return true;
+  }
+  if (status >= 400 && status < 500) {
+    // The rest are reading failures, such as a gzip body that is not gzip.
+    sendProblem(res, 'validation_failed', 'Request body could not be read or decoded');
+    return true;
+  }
+  return false;
+}
 
 /** tsoa's "fields" ({"body.level": {message}}) as [{path, message}]. */
 function fieldErrors(err: ValidateError): FieldError[] {
@@ -63,19 +96,27 @@ function fieldErrors(err: ValidateError): FieldError[] {
 export function errorHandler(logger: Logger): ErrorRequestHandler {
   return (err: unknown, req, res, next) => {
     if (res.headersSent) return next(err);
+    if (err instanceof UnstorableInputError && err.inNegotiateArgs) {
+      // API.md Negotiate: args that cannot be used are a negotiate result, not a problem.
+      return res.status(400).json({ success: false, code: 'invalid_args', error: `Invalid args: ${err.message}` });
+    }
     if (err instanceof AppError) return sendProblem(res, err.code, err.message, err.errors);
     if (err instanceof ValidateError) {
       const errors = fieldErrors(err);
       return sendProblem(res, 'validation_failed', errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors);
     }
-    const bodyError = err as { type?: unknown; status?: unknown };
-    if (bodyError.type === 'entity.too.large')
-      return sendProblem(res, 'payload_too_large', 'Request body is larger than BODY_LIMIT');
-    if (bodyError.type === 'entity.parse.failed')
-      return sendProblem(res, 'validation_failed', 'Request body is not valid JSON');
-    if (typeof bodyError.type === 'string' && bodyError.status === 415) {
-      return sendProblem(res, 'validation_failed', 'Unsupported request body encoding');
+    const bodyError = err as { type?: unknown; status?: unknown; expose?: unknown };
+    if (bodyError.type === 'request.aborted') {
+      // The client went away mid-body: nobody to answer, nothing wrong with the service.
+      logger.debug({ reqId: req.id }, 'client aborted the request body');
+      return;
     }
+    // http-errors (the body parser's) mark errors safe to tell the client with `expose`.
+    if (bodyError.expose === true && typeof bodyError.status === 'number') {
+      if (bodyParserProblem(res, typeof bodyError.type === 'string' ? bodyError.type : '', bodyError.status)) return;
+    }
+    const clientError = clientErrorOf(err);
+    if (clientError) return sendProblem(res, clientError.code, clientError.message);
     if (isDatabaseUnavailable(err)) {
       logger.warn({ err, reqId: req.id }, 'database unavailable');
       return sendProblem(res, 'unavailable', 'The database is unavailable; retry later');

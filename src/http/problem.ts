@@ -5,10 +5,14 @@
 export type ProblemCode =
   | 'validation_failed'
   | 'unauthorized'
+  | 'forbidden'
   | 'not_found'
+  | 'method_not_allowed'
   | 'conflict'
   | 'precondition_failed'
   | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'idempotency_key_reused'
   | 'rate_limited'
   | 'internal'
   | 'unavailable';
@@ -16,10 +20,14 @@ export type ProblemCode =
 export const PROBLEM_STATUS: Record<ProblemCode, number> = {
   validation_failed: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
+  method_not_allowed: 405,
   conflict: 409,
   precondition_failed: 412,
   payload_too_large: 413,
+  unsupported_media_type: 415,
+  idempotency_key_reused: 422,
   rate_limited: 429,
   internal: 500,
   unavailable: 503,
@@ -28,10 +36,14 @@ export const PROBLEM_STATUS: Record<ProblemCode, number> = {
 const TITLES: Record<ProblemCode, string> = {
   validation_failed: 'Validation failed',
   unauthorized: 'Unauthorized',
+  forbidden: 'Forbidden',
   not_found: 'Not found',
+  method_not_allowed: 'Method not allowed',
   conflict: 'Conflict',
   precondition_failed: 'Precondition failed',
   payload_too_large: 'Payload too large',
+  unsupported_media_type: 'Unsupported media type',
+  idempotency_key_reused: 'Idempotency key reused',
   rate_limited: 'Too many requests',
   internal: 'Internal server error',
   unavailable: 'Service unavailable',

@@ -49,6 +49,9 @@ describe('configuration', () => {
     ['BODY_LIMIT', 'lots'],
     ['RESOURCE_MAX_BYTES', '0'],
     ['ROUTER_MIN_CONFIDENCE', '1.5'],
+    ['HTTP_HEADERS_TIMEOUT_MS', '0'],
+    ['HTTP_REQUEST_TIMEOUT_MS', 'soon'],
+    ['HTTP_KEEP_ALIVE_TIMEOUT_MS', '-1'],
   ])('refuses %s=%s with a message that names it', (key, value) => {
     let error: unknown;
     try {
@@ -58,5 +61,25 @@ describe('configuration', () => {
     }
     expect(error).toBeInstanceOf(ConfigError);
     expect((error as Error).message).toContain(key);
+  });
+
+  it('reads the HTTP server timeouts, defaulting keep-alive above a load balancer idle timeout', () => {
+    expect(loadConfig({})).toMatchObject({
+      headersTimeoutMs: 10000,
+      requestTimeoutMs: 60000,
+      keepAliveTimeoutMs: 65000,
+    });
+    const c = loadConfig({
+      HTTP_HEADERS_TIMEOUT_MS: '5000',
+      HTTP_REQUEST_TIMEOUT_MS: '9000',
+      HTTP_KEEP_ALIVE_TIMEOUT_MS: '1',
+    });
+    expect(c).toMatchObject({ headersTimeoutMs: 5000, requestTimeoutMs: 9000, keepAliveTimeoutMs: 1 });
+  });
+
+  it('refuses a headers timeout above the request timeout (Node would throw at start)', () => {
+    expect(() => loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '9000', HTTP_REQUEST_TIMEOUT_MS: '5000' })).toThrow(
+      /HTTP_HEADERS_TIMEOUT_MS/,
+    );
   });
 });

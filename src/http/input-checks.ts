@@ -1,0 +1,108 @@
+/**
+ * Input the database cannot store, checked once at the edge so no endpoint
+ * has to: Postgres text and jsonb refuse NUL characters (SQLSTATE 22P05) and
+ * lone UTF-16 surrogates have no UTF-8 form (22021); deeply nested JSON costs
+ * stack in every later walk (validation, serialisation). `__proto__` keys are
+ * refused too: copying such an object (as tsoa's validation does) turns the
+ * key into the copy's prototype, so the data is silently lost or crashes the
+ * database client.
+ */
+import type { RequestHandler } from 'express';
+import { AppError, type FieldError } from './problem';
+
+/** API.md: JSON nested deeper than this is a 400. The body itself is level 1. */
+export const MAX_JSON_DEPTH = 64;
+
+/** The one body field whose failures are negotiate results (API.md Negotiate), not problems. */
+const NEGOTIATE_PATH = /^\/conversations\/[^/]+\/negotiate\/?$/;
+
+export class UnstorableInputError extends AppError {
+  constructor(
+    issue: FieldError,
+    /** On negotiate, a failure inside `args` is answered as `invalid_args`. */
+    public readonly inNegotiateArgs = false,
+  ) {
+    super('validation_failed', `${issue.path}: ${issue.message}`, [issue]);
+  }
+}
+
+// With the u flag a surrogate pair reads as one astral code point, so this matches lone halves only.
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/** Why a string cannot be stored, or undefined. */
+function stringProblem(s: string): string | undefined {
+  if (s.includes('\u0000')) return 'contains a NUL character (\\u0000)';
+  if (LONE_SURROGATE.test(s)) return 'contains a lone UTF-16 surrogate';
+  return undefined;
+}
+
+function childPath(parent: string, key: string | number): string {
+  if (typeof key === 'number') return `${parent}[${key}]`;
+  const shown = key.length > 64 ? `${key.slice(0, 64)}…` : key;
+  return parent ? `${parent}.${shown}` : shown;
+}
+
+/** The first thing in a parsed JSON value that cannot be stored, or undefined. */
+export function findUnstorable(value: unknown, path = '', depth = 1): FieldError | undefined {
+  const at = path || 'body';
+  if (typeof value === 'string') {
+    const problem = stringProblem(value);
+    return problem ? { path: at, message: problem } : undefined;
+  }
+  if (value === null || typeof value !== 'object') return undefined;
+  if (depth > MAX_JSON_DEPTH) return { path: at, message: `is nested deeper than ${MAX_JSON_DEPTH} levels` };
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      const found = findUnstorable(value[i], childPath(path, i), depth + 1);
+      if (found) return found;
+    }
+    return undefined;
+  }
+  for (const [key, child] of Object.entries(value)) {
+    // The key is not echoed: it is what cannot be shown safely.
+    const keyProblem = key === '__proto__' ? 'has a key named __proto__' : stringProblem(key);
+    if (keyProblem) return { path: at, message: keyProblem.replace(/^contains/, 'has a key that contains') };
+    const found = findUnstorable(child, childPath(path, key), depth + 1);
+    if (found) return found;
+  }
+  return undefined;
+}
+
+/** After express.json: refuses bodies with NUL, lone surrogates, `__proto__` keys or too deep nesting. */
+export const checkJsonBody: RequestHandler = (req, _res, next) => {
+  const body: unknown = req.body;
+  if (body === undefined || body === null || typeof body !== 'object') return next();
+  const issue = findUnstorable(body);
+  if (!issue) return next();
+  const inArgs = req.method === 'POST' && NEGOTIATE_PATH.test(req.path) && /^args(\.|\[|$)/.test(issue.path);
+  next(new UnstorableInputError(issue, inArgs));
+};
+
+function invalid(path: string, message: string): AppError {
+  return new AppError('validation_failed', `${path}: ${message}`, [{ path, message }]);
+}
+
+/**
+ * Before routing: every path segment must percent-decode (express would throw
+ * a URIError later, a 500), and neither segments nor query values may hold
+ * what the database cannot store.
+ */
+export const checkUrl: RequestHandler = (req, _res, next) => {
+  for (const segment of req.path.split('/')) {
+    let decoded: string;
+    try {
+      decoded = decodeURIComponent(segment);
+    } catch {
+      return next(invalid('path', 'has malformed percent-encoding'));
+    }
+    const problem = stringProblem(decoded);
+    if (problem) return next(invalid('path', problem));
+  }
+  for (const [name, value] of Object.entries(req.query as Record<string, unknown>)) {
+    const nameProblem = stringProblem(name);
+    if (nameProblem) return next(invalid('query', `has a parameter name that ${nameProblem}`));
+    const issue = findUnstorable(value, name);
+    if (issue) return next(invalid(issue.path, issue.message));
+  }
+  next();
+};
