@@ -26,8 +26,11 @@ module.exports = ({ defineTool, defineAction, z }) => defineTool({
     'mark-pair': defineAction({
       description: 'Marks first then second',
       level: 2,
-      input: z.object({ first: z.string(), second: z.string(), me: z.string(), other: z.string(), dir: z.string() }),
-      handler: async ({ first, second, me, other, dir }, ctx) => {
+      input: z.object({
+        first: z.string(), second: z.string(), me: z.string(), other: z.string(), dir: z.string(),
+        swallow: z.boolean().optional(),
+      }),
+      handler: async ({ first, second, me, other, dir, swallow }, ctx) => {
         fs.appendFileSync(path.join(dir, 'runs-' + me), 'run\\n');
         const a = await ctx.sharedContext.getResource(first);
         fs.writeFileSync(path.join(dir, 'locked-' + me), '');
@@ -36,7 +39,13 @@ module.exports = ({ defineTool, defineAction, z }) => defineTool({
           if (Date.now() > deadline) throw new Error('the other call never arrived');
           await new Promise((resolve) => setTimeout(resolve, 5));
         }
-        const b = await ctx.sharedContext.getResource(second);
+        let b;
+        try {
+          b = await ctx.sharedContext.getResource(second);
+        } catch (err) {
+          if (!swallow) throw err;
+          return { swallowed: String(err) }; // a careless tool: "succeeds" over an aborted transaction
+        }
         await ctx.sharedContext.updateResource(first, [...a.data, me]);
         await ctx.sharedContext.updateResource(second, [...b.data, me]);
         return { marked: me };
@@ -156,32 +165,40 @@ function transform(app: Express, conversationId: string, args: Body): request.Te
     expect(final.data).toEqual(last.body.output.resource.data);
   });
 
-  it('two actions locking two resources in opposite orders: the deadlock victim is run again and both succeed', async () => {
-    const c = cid();
-    await allow(c, 'lock-pair', 2);
-    await put(c, 'left', []);
-    await put(c, 'right', []);
-    const dir = mkdtempSync(join(work, 'deadlock-'));
-    const [x, y] = await Promise.all([
-      neg(one.app, c, {
-        action: 'lock-pair/mark-pair',
-        args: { first: 'left', second: 'right', me: 'x', other: 'y', dir },
-      }),
-      neg(two.app, c, {
-        action: 'lock-pair/mark-pair',
-        args: { first: 'right', second: 'left', me: 'y', other: 'x', dir },
-      }),
-    ]);
+  it.each([
+    ['rethrows', false],
+    ['swallows', true],
+  ])(
+    'two actions locking two resources in opposite orders, a handler that %s the deadlock error: the victim is run again and both succeed',
+    async (_label, swallow) => {
+      const c = cid();
+      await allow(c, 'lock-pair', 2);
+      await put(c, 'left', []);
+      await put(c, 'right', []);
+      const dir = mkdtempSync(join(work, 'deadlock-'));
+      const [x, y] = await Promise.all([
+        neg(one.app, c, {
+          action: 'lock-pair/mark-pair',
+          args: { first: 'left', second: 'right', me: 'x', other: 'y', dir, swallow },
+        }),
+        neg(two.app, c, {
+          action: 'lock-pair/mark-pair',
+          args: { first: 'right', second: 'left', me: 'y', other: 'x', dir, swallow },
+        }),
+      ]);
 
-    expect([x.status, x.body.code, y.status, y.body.code]).toEqual([200, undefined, 200, undefined]);
-    const runs = ['x', 'y'].map((me) => readFileSync(join(dir, `runs-${me}`), 'utf8').split('\n').length - 1);
-    expect(runs.sort()).toEqual([1, 2]); // the victim ran twice, the other once
-    // The victim's first run was rolled back: each mark is there once, in commit order on both.
-    const left = (await get(c, 'left')).data as string[];
-    const right = (await get(c, 'right')).data as string[];
-    expect([...left].sort()).toEqual(['x', 'y']);
-    expect(right).toEqual(left);
-  });
+      expect([x.status, x.body.code, y.status, y.body.code]).toEqual([200, undefined, 200, undefined]);
+      // A swallowed deadlock must not pass for success: its transaction could not commit anything.
+      expect([x.body.output, y.body.output]).toEqual([{ marked: 'x' }, { marked: 'y' }]);
+      const runs = ['x', 'y'].map((me) => readFileSync(join(dir, `runs-${me}`), 'utf8').split('\n').length - 1);
+      expect(runs.sort()).toEqual([1, 2]); // the victim ran twice, the other once
+      // The victim's first run was rolled back: each mark is there once, in commit order on both.
+      const left = (await get(c, 'left')).data as string[];
+      const right = (await get(c, 'right')).data as string[];
+      expect([...left].sort()).toEqual(['x', 'y']);
+      expect(right).toEqual(left);
+    },
+  );
 
   it('a read-level action does not wait for a write action holding the lock', async () => {
     const c = cid();
