@@ -204,6 +204,7 @@ export class ConversationManager {
     args: Record<string, unknown>,
     decided: { alignment: Alignment; routing: Routing },
     prefetched?: { name: string; resource: Resource | null },
+    attempt = 1,
   ): Promise<NegotiationOutcome> {
     const action = entry.loaded;
     const tx = new LazyTransaction(this.deps.pool);
@@ -242,10 +243,17 @@ export class ConversationManager {
           decided,
         );
       }
+      // A handler that swallowed a deadlock error returns over an aborted transaction: nothing would commit.
+      if (sharedContext.conflicted) throw new Error('transaction aborted by a deadlock or serialization failure');
       await tx.commit();
       return { status: 200, result: { success: true, output: output ?? null, ...decided } };
     } catch (err) {
       await tx.rollback();
+      // Postgres broke a deadlock (or a serialization conflict) by aborting this action's transaction:
+      // nothing of it committed, so the whole action runs again, on a fresh transaction.
+      if (sharedContext.conflicted && attempt < MAX_ACTION_ATTEMPTS) {
+        return this.run(conversationId, entry, args, decided, prefetched, attempt + 1);
+      }
       if (err instanceof ToolError) return fail(TOOL_ERROR_STATUS[err.code], err.code, err.message, decided);
       // Database trouble is the service's, not the tool's: a 503, not a tool_error.
       if (isDatabaseUnavailable(err)) throw err;
@@ -256,6 +264,9 @@ export class ConversationManager {
 }
 
 const TIMED_OUT = Symbol('timed out');
+
+/** Runs of one write action when Postgres aborts it for a deadlock or serialization failure (40P01, 40001). */
+const MAX_ACTION_ATTEMPTS = 3;
 
 /** The promise's value, or TIMED_OUT when it takes longer than `ms`. */
 async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {

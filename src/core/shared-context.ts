@@ -7,6 +7,14 @@
  * clause or unique key decides races, so concurrent callers never lose an
  * update: the row lock serialises updates (versions 2, 3, ... in commit
  * order) and the primary key lets exactly one concurrent create win.
+ *
+ * Single statements are not enough for a tool that reads a resource and
+ * writes back something computed from it: two such actions would both read
+ * version n and the second write would discard the first. So inside a
+ * write-level action `getResource` reads with `FOR UPDATE`: the row stays
+ * locked until the action's transaction ends, and a concurrent action's read
+ * waits for it and then sees the committed result. Read-level actions keep
+ * their lock-free reads (and the prefetch) on the pool.
  */
 import type { Resource, SharedContext } from './tool-interface';
 import { ToolError } from './tool-interface';
@@ -89,6 +97,21 @@ export const resourceSql = {
       db,
       'resource_get',
       `SELECT ${COLUMNS} FROM resources WHERE conversation_id = $1 AND name = $2`,
+      [conversationId, name],
+    );
+    return rows[0] ? toResource(rows[0]) : undefined;
+  },
+
+  /**
+   * The same read inside a transaction, locking the row until it ends. Under
+   * READ COMMITTED a read that waited on the lock returns the row as the
+   * other transaction committed it (or nothing if it was deleted).
+   */
+  async getForUpdate(db: Queryable, conversationId: string, name: string): Promise<Resource | undefined> {
+    const { rows } = await prepared<ResourceRow>(
+      db,
+      'resource_get_for_update',
+      `SELECT ${COLUMNS} FROM resources WHERE conversation_id = $1 AND name = $2 FOR UPDATE`,
       [conversationId, name],
     );
     return rows[0] ? toResource(rows[0]) : undefined;
@@ -198,15 +221,46 @@ export interface SharedContextOptions {
   maxBytes: number;
   /** Where statements run: the pool for reads, the action's transaction for writes. */
   db: () => Promise<Queryable>;
-  /** Level-1 (read) actions get a context that refuses writes. */
+  /**
+   * Level-1 (read) actions get a context that refuses writes and reads
+   * without locks; any other action's reads lock what they read (FOR UPDATE).
+   */
   readOnly: boolean;
   /** A resource already read with the permission check (a read action's declared prefetch). */
   prefetched?: { name: string; resource: Resource | null };
 }
 
+/** Deadlock detected, serialization failure: the whole action may be run again. */
+const RETRYABLE_SQLSTATES = new Set(['40P01', '40001']);
+
+function sqlState(err: unknown): unknown {
+  return typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
+}
+
 /** The SharedContext a tool is given: bound to one conversation and one tool. */
 export class SqlSharedContext implements SharedContext {
+  private conflict = false;
+
   constructor(private readonly o: SharedContextOptions) {}
+
+  /**
+   * true once a statement failed with a deadlock or serialization failure:
+   * the transaction is aborted (nothing of it can commit) and re-running the
+   * action from the start may succeed. Recorded here rather than read from
+   * the handler's error, which a tool may wrap or replace.
+   */
+  get conflicted(): boolean {
+    return this.conflict;
+  }
+
+  private async track<T>(statement: Promise<T>): Promise<T> {
+    try {
+      return await statement;
+    } catch (err) {
+      if (RETRYABLE_SQLSTATES.has(sqlState(err) as string)) this.conflict = true;
+      throw err;
+    }
+  }
 
   private async writer(): Promise<Queryable> {
     if (this.o.readOnly) {
@@ -219,13 +273,19 @@ export class SqlSharedContext implements SharedContext {
   async createResource(name: string, data: unknown): Promise<Resource> {
     assertResourceName(name);
     const json = encodeData(data, this.o.maxBytes);
-    const created = await resourceSql.create(await this.writer(), this.o.conversationId, name, json, this.o.toolName);
+    const created = await this.track(
+      resourceSql.create(await this.writer(), this.o.conversationId, name, json, this.o.toolName),
+    );
     if (!created) throw new ToolError('resource_exists', `Resource already exists: ${name}`);
     return created;
   }
 
   async getResource(name: string): Promise<Resource | undefined> {
     assertResourceName(name);
+    if (!this.o.readOnly) {
+      // A prefetched row was read unlocked, before the transaction: never use it here.
+      return this.track(resourceSql.getForUpdate(await this.writer(), this.o.conversationId, name));
+    }
     const early = this.o.prefetched;
     if (early && early.name === name) return early.resource ?? undefined;
     return resourceSql.get(await this.o.db(), this.o.conversationId, name);
@@ -234,17 +294,19 @@ export class SqlSharedContext implements SharedContext {
   async updateResource(name: string, data: unknown): Promise<Resource> {
     assertResourceName(name);
     const json = encodeData(data, this.o.maxBytes);
-    const updated = await resourceSql.update(await this.writer(), this.o.conversationId, name, json, this.o.toolName);
+    const updated = await this.track(
+      resourceSql.update(await this.writer(), this.o.conversationId, name, json, this.o.toolName),
+    );
     if (!updated) throw notFound(name);
     return updated;
   }
 
   async listResources(options: { prefix?: string } = {}): Promise<Resource[]> {
-    return resourceSql.list(await this.o.db(), this.o.conversationId, { prefix: options.prefix });
+    return this.track(resourceSql.list(await this.o.db(), this.o.conversationId, { prefix: options.prefix }));
   }
 
   async deleteResource(name: string): Promise<boolean> {
     assertResourceName(name);
-    return resourceSql.delete(await this.writer(), this.o.conversationId, name);
+    return this.track(resourceSql.delete(await this.writer(), this.o.conversationId, name));
   }
 }

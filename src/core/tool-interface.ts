@@ -41,6 +41,27 @@ export interface Resource {
  * other conversation is reachable. Inside one action every write commits
  * together with the others, or none does.
  *
+ * Concurrency, what a tool may rely on:
+ * - In a write- or execute-level action (level >= 2), `getResource` locks
+ *   the resource until the action ends (commits or rolls back). Another
+ *   action that reads the same resource waits, then sees this action's
+ *   result. So "read, compute, `updateResource`" never loses a concurrent
+ *   update, across processes too; no version check is needed.
+ * - A missing resource is not locked: of two actions that both find it
+ *   missing and create it, one wins and the other's `createResource` throws
+ *   `resource_exists`; nothing is overwritten.
+ * - `listResources` never locks: a listing is a snapshot, not a claim. Read
+ *   a listed resource with `getResource` before writing something computed
+ *   from it.
+ * - Actions that lock several resources in different orders can deadlock;
+ *   Postgres then aborts one of them and the service runs that action again
+ *   from the start on a fresh transaction (at most 3 runs in all). A
+ *   handler may therefore run more than once for one call, so side effects
+ *   outside the shared context should be repeatable. Locking in a fixed
+ *   order (e.g. by name) avoids the retry.
+ * - Level-1 (read) actions take no locks and may read data another action
+ *   is about to change.
+ *
  * Failures are thrown as `ToolError` with codes `resource_not_found`,
  * `resource_exists`, `resource_too_large` or `invalid_args` (bad name).
  */

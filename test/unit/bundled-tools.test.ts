@@ -157,6 +157,7 @@ describe('export-tool paths', () => {
   it('accepts relative paths and normalizes them', () => {
     expect(exportPathSegments('a/./b//c.csv')).toEqual(['a', 'b', 'c.csv']);
     expect(exportPathSegments('report.json')).toEqual(['report.json']);
+    expect(exportPathSegments(`a/b/c/d/${'x'.repeat(255)}`)).toHaveLength(5);
   });
 
   it.each([
@@ -168,6 +169,10 @@ describe('export-tool paths', () => {
     ['bad\0name.json', /NUL/],
     ['dir/', /name a file/],
     ['.', /name a file/],
+    [`${'é'.repeat(128)}.csv`, /at most 255 bytes/], // 260 bytes in 132 characters
+    [`dir/${'a'.repeat(256)}`, /at most 255 bytes/],
+    ['a/b/c/d/e/f.csv', /more than 4 directories/],
+    ['.export-tmp-1234', /must not start/],
   ])('refuses %j', (path, message) => {
     expectToolError(() => exportPathSegments(path), 'invalid_args', message);
   });
@@ -201,6 +206,8 @@ describe('export-tool write-export', () => {
   let writeExport: LoadedAction;
   let work: string;
   let exportDir: string;
+  /** Where conversation conv-1's files go. */
+  let convDir: string;
   let outside: string;
 
   beforeAll(async () => {
@@ -215,6 +222,7 @@ describe('export-tool write-export', () => {
   beforeEach(async () => {
     work = await mkdtemp(join(tmpdir(), 'export-test-'));
     exportDir = join(work, 'exports'); // not created yet: the action creates it
+    convDir = join(exportDir, 'conv-1');
     outside = join(work, 'outside');
     await mkdir(outside);
   });
@@ -235,18 +243,18 @@ describe('export-tool write-export', () => {
     return writeExport.run(parsed.value, ctx);
   }
 
-  it('writes a normal relative path inside the export directory', async () => {
+  it("writes a normal relative path inside the conversation's export directory", async () => {
     const result = await run({ name: 'sales', format: 'csv', path: 'reports/./q1/sales.csv' });
 
     expect(result).toEqual({ name: 'sales', format: 'csv', path: 'reports/q1/sales.csv', bytes: EXPECTED_CSV.length });
-    await expect(readFile(join(exportDir, 'reports', 'q1', 'sales.csv'), 'utf8')).resolves.toBe(EXPECTED_CSV);
+    await expect(readFile(join(convDir, 'reports', 'q1', 'sales.csv'), 'utf8')).resolves.toBe(EXPECTED_CSV);
   });
 
   it('overwrites an existing export with the new content', async () => {
-    await mkdir(exportDir);
-    await writeFile(join(exportDir, 'sales.json'), 'x'.repeat(5000));
+    await mkdir(convDir, { recursive: true });
+    await writeFile(join(convDir, 'sales.json'), 'x'.repeat(5000));
     await run({ name: 'sales', format: 'json', path: 'sales.json' });
-    await expect(readFile(join(exportDir, 'sales.json'), 'utf8')).resolves.toBe(JSON.stringify(RESOURCE.data, null, 2));
+    await expect(readFile(join(convDir, 'sales.json'), 'utf8')).resolves.toBe(JSON.stringify(RESOURCE.data, null, 2));
   });
 
   it.each([
@@ -261,8 +269,8 @@ describe('export-tool write-export', () => {
   });
 
   it('refuses a directory symlink inside the export directory that points outside', async () => {
-    await mkdir(exportDir);
-    await symlink(outside, join(exportDir, 'link'));
+    await mkdir(convDir, { recursive: true });
+    await symlink(outside, join(convDir, 'link'));
 
     const attempt = run({ name: 'sales', format: 'csv', path: 'link/escape.csv' });
 
@@ -275,9 +283,9 @@ describe('export-tool write-export', () => {
   });
 
   it('refuses a file symlink pointing outside, leaving its target untouched', async () => {
-    await mkdir(exportDir);
+    await mkdir(convDir, { recursive: true });
     await writeFile(join(outside, 'victim.txt'), 'precious');
-    await symlink(join(outside, 'victim.txt'), join(exportDir, 'sales.csv'));
+    await symlink(join(outside, 'victim.txt'), join(convDir, 'sales.csv'));
 
     await expect(run({ name: 'sales', format: 'csv', path: 'sales.csv' })).rejects.toMatchObject({
       code: 'invalid_args',
@@ -286,9 +294,9 @@ describe('export-tool write-export', () => {
   });
 
   it('refuses a hard link to a file outside, leaving it untouched', async () => {
-    await mkdir(exportDir);
+    await mkdir(convDir, { recursive: true });
     await writeFile(join(outside, 'victim.txt'), 'precious');
-    await link(join(outside, 'victim.txt'), join(exportDir, 'sales.csv'));
+    await link(join(outside, 'victim.txt'), join(convDir, 'sales.csv'));
 
     await expect(run({ name: 'sales', format: 'csv', path: 'sales.csv' })).rejects.toMatchObject({
       code: 'invalid_args',
