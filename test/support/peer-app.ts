@@ -18,9 +18,8 @@ export interface PeerApp {
 }
 
 export async function createPeerApp(first: TestApp, env: Record<string, string> = {}): Promise<PeerApp> {
-  if (first.database.embedded) throw new Error('a peer app needs a Postgres server (TEST_DATABASE_URL)');
   const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', NODE_ENV: 'test', ...env });
-  const db = openDatabase({ connectionString: first.database.url, poolSize: 5, sharedSession: false });
+  const db = openDatabase({ client: first.database.client, poolSize: 5, sharedSession: first.database.embedded });
   const { services, registry } = wireServices(config, createLogger(config.logLevel), db, { debounceMs: 50 });
   await registry.load();
   return {
