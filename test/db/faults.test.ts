@@ -63,6 +63,18 @@ function startLoad(url: string): { statuses: Map<string, number>; ok(): number; 
   };
 }
 
+/** How often each database error (by code, or message when it has none) was logged as lost or unavailable. */
+function errorKinds(log: string): Record<string, number> {
+  const kinds: Record<string, number> = {};
+  for (const line of log.split('\n')) {
+    if (!line.includes('"level":40') || !line.includes('"err"')) continue;
+    const { msg, err } = JSON.parse(line) as { msg: string; err: { code?: string; message: string } };
+    const key = `${msg}: ${err.code ?? err.message}`;
+    kinds[key] = (kinds[key] ?? 0) + 1;
+  }
+  return kinds;
+}
+
 async function terminateBackends(cluster: PgCluster): Promise<number> {
   return withAdmin(cluster.url, async (c) => {
     const r = await c.query(
@@ -118,6 +130,7 @@ describe('database faults', () => {
     const counted = Object.fromEntries([...load.statuses].sort());
     console.log(`terminated ${terminated} backends; statuses during the faults: ${JSON.stringify(counted)}`);
     expect(server.alive()).toBe(true);
+    console.log(`errors behind the 503s: ${JSON.stringify(errorKinds(server.output()))}`);
     const errors = server
       .output()
       .split('\n')
@@ -139,6 +152,10 @@ describe('database faults', () => {
     await waitFor('/healthz 200', async () => (await statusOf(`${server.url}/healthz`)) === 200);
     await waitFor('two retries logged', () => (server.output().match(/retrying in/g) ?? []).length >= 2);
     expect(await statusOf(`${server.url}/readyz`)).toBe(503);
+    const early = await fetch(`${server.url}/conversations/early`);
+    expect(early.status).toBe(503);
+    expect(early.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(((await early.json()) as { code: string }).code).toBe('unavailable');
     expect(server.alive()).toBe(true);
     await cluster.start();
     await waitFor('/readyz 200', async () => (await statusOf(`${server.url}/readyz`)) === 200, 20_000);
