@@ -8,10 +8,12 @@
 import { createServer, type Server } from 'node:net';
 import { runMigrateCli, withAdmin } from '../support/db-server';
 import { createPgCluster, type PgCluster } from '../support/pg-cluster';
-import { freePort } from '../support/ports';
-import { spawnServer, statusOf, type SpawnedServer, waitFor } from '../support/spawned-server';
+import { statusOf, waitFor } from '../support/poll';
+import { freePort, spawnServer, type SpawnedServer } from '../support/spawn-server';
 
 const WORKERS = 8;
+
+const alive = (s: SpawnedServer): boolean => s.child.exitCode === null && s.child.signalCode === null;
 
 const isProblem = (res: Response): boolean =>
   res.headers.get('content-type')?.startsWith('application/problem+json') ?? false;
@@ -96,12 +98,12 @@ describe('database faults', () => {
   }, 60_000);
 
   afterAll(async () => {
-    for (const s of servers) if (s.alive()) s.child.kill('SIGKILL');
+    for (const s of servers) if (alive(s)) s.child.kill('SIGKILL');
     await cluster?.destroy();
   }, 30_000);
 
   it('survives terminated backends and an immediate restart under write load', async () => {
-    const server = spawnServer({ PORT: String(await freePort()), DATABASE_URL: cluster.url, DB_POOL_SIZE: '8' });
+    const server = await spawnServer({ DATABASE_URL: cluster.url, DB_POOL_SIZE: '8' });
     servers.push(server);
     await waitFor('ready', async () => (await statusOf(`${server.url}/readyz`)) === 200);
     for (let w = 0; w < WORKERS; w++) {
@@ -117,19 +119,19 @@ describe('database faults', () => {
     let terminated = 0;
     for (let round = 0; round < 5; round++) {
       const before = load.ok();
-      await waitFor('load succeeding between faults', () => load.ok() > before + 20 || !server.alive());
+      await waitFor('load succeeding between faults', () => load.ok() > before + 20 || !alive(server));
       terminated += await terminateBackends(cluster);
     }
     const beforeRestart = load.ok();
-    await waitFor('load succeeding before the restart', () => load.ok() > beforeRestart + 20 || !server.alive());
+    await waitFor('load succeeding before the restart', () => load.ok() > beforeRestart + 20 || !alive(server));
     await cluster.restartImmediate();
     const afterRestart = load.ok();
-    await waitFor('load succeeding after the restart', () => load.ok() > afterRestart + 20 || !server.alive());
+    await waitFor('load succeeding after the restart', () => load.ok() > afterRestart + 20 || !alive(server));
     await load.stop();
 
     const counted = Object.fromEntries([...load.statuses].sort());
     console.log(`terminated ${terminated} backends; statuses during the faults: ${JSON.stringify(counted)}`);
-    expect(server.alive()).toBe(true);
+    expect(alive(server)).toBe(true);
     console.log(`errors behind the 503s: ${JSON.stringify(errorKinds(server.output()))}`);
     const errors = server
       .output()
@@ -147,7 +149,7 @@ describe('database faults', () => {
 
   it('starts while the database is down, retries, and becomes ready when it is up', async () => {
     await cluster.stop();
-    const server = spawnServer({ PORT: String(await freePort()), DATABASE_URL: cluster.url });
+    const server = await spawnServer({ DATABASE_URL: cluster.url });
     servers.push(server);
     await waitFor('/healthz 200', async () => (await statusOf(`${server.url}/healthz`)) === 200);
     await waitFor('two retries logged', () => (server.output().match(/retrying in/g) ?? []).length >= 2);
@@ -156,7 +158,7 @@ describe('database faults', () => {
     expect(early.status).toBe(503);
     expect(early.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(((await early.json()) as { code: string }).code).toBe('unavailable');
-    expect(server.alive()).toBe(true);
+    expect(alive(server)).toBe(true);
     await cluster.start();
     await waitFor('/readyz 200', async () => (await statusOf(`${server.url}/readyz`)) === 200, 20_000);
     console.log(`start-up log:\n${server.output()}`);
@@ -166,7 +168,7 @@ describe('database faults', () => {
 
   it('stops cleanly on SIGTERM while it is still retrying', async () => {
     await cluster.stop();
-    const server = spawnServer({ PORT: String(await freePort()), DATABASE_URL: cluster.url });
+    const server = await spawnServer({ DATABASE_URL: cluster.url });
     servers.push(server);
     await waitFor('a retry logged', () => /retrying in/.test(server.output()));
     server.child.kill('SIGTERM');
@@ -179,7 +181,7 @@ describe('database faults', () => {
     const holder: Server = createServer();
     await new Promise<void>((resolve) => holder.listen(port, '127.0.0.1', resolve));
     try {
-      const server = spawnServer({ PORT: String(port), DATABASE_URL: cluster.url });
+      const server = await spawnServer({ DATABASE_URL: cluster.url }, port);
       servers.push(server);
       const code = await server.exited;
       expect(code).not.toBe(0);

@@ -10,7 +10,7 @@ import { chownSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { freePort } from './ports';
+import { freePort } from './spawn-server';
 
 const run = promisify(execFile);
 const BIN = process.env.PG_BIN_DIR ?? '/usr/lib/postgresql/15/bin';
