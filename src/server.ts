@@ -1,16 +1,20 @@
 /**
- * Entry point: reads the configuration, opens the database (the server of
- * DATABASE_URL, or the embedded one), applies migrations, loads the tools,
- * listens, and shuts down gracefully on SIGTERM/SIGINT.
+ * Entry point: reads the configuration, listens (a port in use stops it with
+ * exit 1), waits for the database (the server of DATABASE_URL, or the
+ * embedded one) with backoff, applies migrations, loads the tools, and shuts
+ * down gracefully on SIGTERM/SIGINT, also while it is still waiting.
  */
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
+import type { ClientConfig } from 'pg';
 import { buildApp } from './app';
 import { ConfigError, loadConfig } from './config';
 import { openDatabase } from './db/database';
 import { openDatabaseServer } from './db/embedded';
 import { applyMigrations } from './db/migrator';
+import { waitForDatabase } from './db/wait-for-database';
+import { problemOf } from './http/problem';
 import { applyHttpTimeouts } from './http/server-timeouts';
-import { createLogger } from './logger';
+import { createLogger, type Logger } from './logger';
 import { wireServices } from './bootstrap';
 import { closeMcpSessions } from './mcp/conversation-mcp';
 
@@ -28,56 +32,111 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   const dbServer = await openDatabaseServer(config, (msg) => logger.info(msg));
   if (!dbServer.embedded) logger.info('Using the Postgres server of DATABASE_URL');
-  if (config.migrateOnStart) {
-    const report = await applyMigrations({ client: dbServer.clientConfig });
-    logger.info(
-      { applied: report.applied },
-      report.applied.length ? 'Applied migrations' : 'Database schema is up to date',
-    );
-  }
   const db = openDatabase({
     client: dbServer.clientConfig,
     poolSize: config.dbPoolSize,
     sharedSession: dbServer.embedded,
-    onError: (err) => logger.warn({ err }, 'idle database connection failed'),
+    onError: (err) => logger.warn({ err }, 'A database connection was lost'),
   });
   const { services, registry } = wireServices(config, logger, db);
   const app = buildApp(services);
-  // Listen first so /healthz answers while the tools load; /readyz waits for them.
-  registry.load().catch((err: unknown) => logger.error({ err }, 'Loading the tools failed'));
-  const server = app.listen(config.port, config.host, () => {
-    logger.info({ port: config.port, host: config.host }, 'Listening');
+  let started = false;
+  // Until the database answers and is migrated, only /healthz reaches the app:
+  // anything else (and /readyz) is a 503, not a query against a missing schema.
+  const server = createServer((req, res) => {
+    if (started || req.url === '/healthz') {
+      app(req, res);
+      return;
+    }
+    const problem = problemOf('unavailable', 'Starting: waiting for the database');
+    res.writeHead(problem.status, { 'content-type': 'application/problem+json' }).end(JSON.stringify(problem));
   });
-  applyHttpTimeouts(server, config); // same tick as listen: see applyHttpTimeouts
+  applyHttpTimeouts(server, config); // before listen: see applyHttpTimeouts
+  const closeResources = async (): Promise<void> => {
+    await registry.close();
+    await db.close();
+    await dbServer.close();
+  };
+  const stopping = new AbortController();
   installShutdown(
     server,
     // MCP sessions hold open SSE streams: end them first, or close() waits out the grace period.
     () => closeMcpSessions(services),
-    async () => {
-      await registry.close();
-      await db.close();
-      await dbServer.close();
-    },
+    closeResources,
     config.shutdownGraceMs,
     logger,
+    stopping,
   );
+  try {
+    await listen(server, config.port, config.host);
+  } catch (err) {
+    logger.fatal({ err }, listenFailure(err, config.port, config.host));
+    await closeResources().catch(() => undefined);
+    process.exit(1);
+  }
+  logger.info({ port: config.port, host: config.host }, 'Listening');
+  // Tools load while the database is awaited; /readyz waits for both.
+  registry.load().catch((err: unknown) => logger.error({ err }, 'Loading the tools failed'));
+  try {
+    await waitForDatabase({
+      attempt: async () => {
+        await db.ping();
+        if (config.migrateOnStart) await migrate(dbServer.clientConfig, logger);
+      },
+      logger,
+      signal: stopping.signal,
+    });
+  } catch (err) {
+    if (stopping.signal.aborted) return; // SIGTERM while waiting: the shutdown handler exits.
+    throw err;
+  }
+  started = true;
+  logger.info('Database ready');
+}
+
+async function migrate(client: ClientConfig, logger: Logger): Promise<void> {
+  const report = await applyMigrations({ client });
+  logger.info(
+    { applied: report.applied },
+    report.applied.length ? 'Applied migrations' : 'Database schema is up to date',
+  );
+}
+
+/** Resolves once the server listens; rejects with the server's 'error' (port in use…). */
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+function listenFailure(err: unknown, port: number, host: string): string {
+  const code = (err as { code?: unknown }).code;
+  if (code === 'EADDRINUSE') return `Cannot listen: port ${port} on ${host} is already in use (set PORT)`;
+  if (code === 'EACCES') return `Cannot listen: no permission to use port ${port} on ${host} (set PORT)`;
+  if (code === 'EADDRNOTAVAIL') return `Cannot listen: address ${host} is not available here (set HOST)`;
+  return `Cannot listen on port ${port} on ${host}`;
 }
 
 /**
  * Stop accepting, let in-flight requests finish within the grace period,
- * then close the database (and the embedded server) and exit 0.
+ * then close the database (and the embedded server) and exit 0. Aborts
+ * `stopping`, which ends a start-up still waiting for the database.
  */
 function installShutdown(
   server: Server,
   closeStreams: () => Promise<void>,
   closeResources: () => Promise<void>,
   graceMs: number,
-  logger: ReturnType<typeof createLogger>,
+  logger: Logger,
+  stopping: AbortController,
 ): void {
-  let stopping = false;
   const stop = (signal: string): void => {
-    if (stopping) return;
-    stopping = true;
+    if (stopping.signal.aborted) return;
+    stopping.abort();
     logger.info({ signal, graceMs }, 'Shutting down');
     const force = setTimeout(() => {
       logger.warn('Grace period over; closing remaining connections');

@@ -40,8 +40,13 @@ export function openDatabase(opts: DatabaseOptions): Database {
     statement_timeout: 30000,
     application_name: 'tool-orchestrator',
   });
-  // An idle client losing its server emits here; without a listener the process would crash.
-  pool.on('error', (err) => opts.onError?.(err));
+  // Every client gets a permanent 'error' listener: pg-pool only listens on
+  // idle clients, so a server dropping a checked-out connection (terminated
+  // backend, restart, failover) would otherwise be an unhandled 'error' event
+  // and kill the process. The query in flight still fails and answers 503.
+  pool.on('connect', (client) => client.on('error', (err) => connectionLost(client, err, opts.onError)));
+  // The pool re-emits an idle client's error here; the client's listener has logged it.
+  pool.on('error', () => undefined);
   if (opts.sharedSession) pool.on('connect', unnameStatements);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   let closed = false;
@@ -72,6 +77,38 @@ function unnameStatements(client: PoolClient): void {
   };
 }
 
+/**
+ * Errors a client emitted as 'error': the connection is gone. pg rejects the
+ * queries in flight with the same object (some, like "Connection terminated
+ * unexpectedly", carry no code to recognise them by), so remembering them
+ * lets isDatabaseUnavailable classify them without reading message text.
+ */
+const lostConnection = new WeakSet<object>();
+
+/** A query on a client whose connection was lost: SQLSTATE 08006, connection_failure. */
+export class ConnectionLostError extends Error {
+  readonly code = '08006';
+  constructor(cause: Error) {
+    super('The database connection was lost', { cause });
+    this.name = 'ConnectionLostError';
+  }
+}
+
+function connectionLost(client: PoolClient, err: Error, report: ((err: Error) => void) | undefined): void {
+  if (!lostConnection.has(err)) report?.(err);
+  lostConnection.add(err);
+  // pg fails later queries on this client (the rest of a transaction, its
+  // ROLLBACK) with an uncoded "not queryable" error; fail them with a coded
+  // one instead, so they too answer 503. The pool drops the client on release.
+  (client as { query: unknown }).query = (...args: unknown[]) => {
+    const refused = new ConnectionLostError(err);
+    const callback = args.findLast((a) => typeof a === 'function') as ((e: Error) => void) | undefined;
+    if (!callback) return Promise.reject(refused);
+    process.nextTick(callback, refused);
+    return undefined;
+  };
+}
+
 const NODE_UNAVAILABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
 /** Prisma's codes for unreachable server, timeouts and pool exhaustion. */
 const PRISMA_UNAVAILABLE = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']);
@@ -80,19 +117,22 @@ const PRISMA_UNAVAILABLE = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']
  * Whether an error means "the database cannot be reached right now" (a 503),
  * judged by error codes along the cause chain, never by message text:
  * Node socket codes, SQLSTATE class 08 (connection exception), 57P01-57P03
- * (shutdown), 53300 (too many connections), and Prisma's connection codes.
+ * (shutdown), 53300 (too many connections), Prisma's connection codes, and
+ * any error a pool client emitted when it lost its connection.
  */
-export function isDatabaseUnavailable(err: unknown): boolean {
-  for (let e: unknown = err, depth = 0; e && typeof e === 'object' && depth < 6; depth++) {
-    const rec = e as { code?: unknown; kind?: unknown; cause?: unknown; originalCode?: unknown };
-    for (const c of [rec.code, rec.originalCode]) {
-      if (typeof c !== 'string') continue;
-      if (NODE_UNAVAILABLE.has(c) || PRISMA_UNAVAILABLE.has(c)) return true;
-      if (/^08...$/.test(c) || /^57P0[123]$/.test(c) || c === '53300') return true;
-    }
-    if (rec.kind === 'DatabaseNotReachable' || rec.kind === 'ConnectionClosed' || rec.kind === 'SocketTimeout')
-      return true;
-    e = rec.cause;
+export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
+  if (!err || typeof err !== 'object' || depth > 6) return false;
+  if (lostConnection.has(err)) return true;
+  const rec = err as { code?: unknown; kind?: unknown; cause?: unknown; originalCode?: unknown; meta?: unknown };
+  for (const c of [rec.code, rec.originalCode]) {
+    if (typeof c !== 'string') continue;
+    if (NODE_UNAVAILABLE.has(c) || PRISMA_UNAVAILABLE.has(c)) return true;
+    if (/^08...$/.test(c) || /^57P0[123]$/.test(c) || c === '53300') return true;
   }
-  return false;
+  if (rec.kind === 'DatabaseNotReachable' || rec.kind === 'ConnectionClosed' || rec.kind === 'SocketTimeout')
+    return true;
+  // Prisma reports a driver error it has no code for (P2039, e.g. 57P01) with
+  // the adapter's error, and its SQLSTATE, under meta.driverAdapterError.
+  const adapterError = (rec.meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError;
+  return isDatabaseUnavailable(rec.cause, depth + 1) || isDatabaseUnavailable(adapterError, depth + 1);
 }

@@ -26,7 +26,7 @@ export interface SpawnedServer {
 }
 
 /**
- * Spawns `src/server.ts` (through tsx) on the embedded database unless `env`
+ * Spawns `src/server.ts` (through tsx's loader) on the embedded database unless `env`
  * sets DATABASE_URL. Does not wait for readiness: see waitReady.
  */
 export async function spawnServer(env: Record<string, string>, port?: number): Promise<SpawnedServer> {
@@ -40,7 +40,9 @@ export async function spawnServer(env: Record<string, string>, port?: number): P
   };
   if (!('DATABASE_URL' in env)) delete childEnv.DATABASE_URL;
   delete childEnv.TEST_DATABASE_URL;
-  const child = spawn(process.execPath, [require.resolve('tsx/cli'), join(ROOT, 'src', 'server.ts')], {
+  // `--import tsx` keeps the server in this one process (tsx's CLI would fork a
+  // grandchild that outlives a SIGKILL of its parent and holds the pipes open).
+  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'server.ts')], {
     cwd: ROOT,
     env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -1,0 +1,81 @@
+#!/usr/bin/env node
+// `npm start`: builds only when the build is missing or older than what it is
+// built from, then runs the service, forwarding signals to it so that stopping
+// npm (Ctrl-C, SIGTERM) stops the service gracefully, and exits with its code.
+//
+// A full build takes most of a minute here; a restart should take seconds.
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const entry = join(root, 'dist', 'src', 'server.js');
+// Written only after a successful build: a failed one leaves no stamp, so the next start retries.
+const stamp = join(root, 'dist', '.build-stamp');
+
+const INPUT_DIRS = ['src', 'tools'];
+const INPUT_FILES = ['prisma/schema.prisma', 'tsoa.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json'];
+// Written by the build itself (prisma generate, tsoa routes), so not an input of it.
+const GENERATED = join(root, 'src', 'generated');
+
+/** The newest modification time among the build's inputs, with the file that has it. */
+function newestInput() {
+  let newest = { mtimeMs: 0, path: '' };
+  const consider = (path) => {
+    const { mtimeMs } = statSync(path);
+    if (mtimeMs > newest.mtimeMs) newest = { mtimeMs, path };
+  };
+  const walk = (dir) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const path = join(dir, e.name);
+      if (path === GENERATED) continue;
+      if (e.isDirectory()) walk(path);
+      else if (e.isFile()) consider(path);
+    }
+  };
+  for (const d of INPUT_DIRS) if (existsSync(join(root, d))) walk(join(root, d));
+  for (const f of INPUT_FILES) if (existsSync(join(root, f))) consider(join(root, f));
+  return newest;
+}
+
+function staleReason() {
+  if (!existsSync(entry) || !existsSync(stamp)) return 'no complete build in dist/';
+  const built = statSync(stamp).mtimeMs;
+  const newest = newestInput();
+  return newest.mtimeMs > built ? `${newest.path.slice(root.length + 1)} changed since the last build` : undefined;
+}
+
+/** Runs a child with our stdio; signals sent to this process go to it. Resolves with how it ended. */
+function run(file, args) {
+  const child = spawn(file, args, { cwd: root, stdio: 'inherit' });
+  const forward = (signal) => child.kill(signal);
+  const signals = ['SIGINT', 'SIGTERM', 'SIGHUP'];
+  for (const signal of signals) process.on(signal, forward);
+  return new Promise((resolve) =>
+    child.on('exit', (code, signal) => {
+      for (const s of signals) process.off(s, forward);
+      resolve({ code, signal });
+    }),
+  );
+}
+
+/** Ends this process the way the child ended, so whoever started npm sees the same outcome. */
+function exitLike({ code, signal }) {
+  if (signal) process.kill(process.pid, signal);
+  else process.exit(code ?? 1);
+}
+
+const reason = staleReason();
+if (reason) {
+  process.stderr.write(`Building (${reason})...\n`);
+  const npm = process.env.npm_execpath;
+  // Under npm, build with the same npm; run directly, use the one on PATH.
+  const built = await (npm ? run(process.execPath, [npm, 'run', 'build']) : run('npm', ['run', 'build']));
+  if (built.code !== 0) exitLike(built);
+  else writeFileSync(stamp, `${new Date().toISOString()}\n`);
+} else {
+  process.stderr.write('Build is up to date; starting.\n');
+}
+// The service's own SIGTERM/SIGINT handler decides how to stop; this process waits for it.
+exitLike(await run(process.execPath, [...process.execArgv, entry, ...process.argv.slice(2)]));
