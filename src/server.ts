@@ -8,6 +8,7 @@ import { createServer, type Server } from 'node:http';
 import type { ClientConfig } from 'pg';
 import { buildApp } from './app';
 import { ConfigError, loadConfig } from './config';
+import { DataDirInUseError } from './db/data-dir-lock';
 import { openDatabase } from './db/database';
 import { openDatabaseServer } from './db/embedded';
 import { applyMigrations } from './db/migrator';
@@ -166,6 +167,9 @@ function installShutdown(
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`Startup failed: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  // A DATA_DIR owned by another process is an operator's situation, not a bug: no stack.
+  const text =
+    err instanceof DataDirInUseError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err);
+  process.stderr.write(`Startup failed: ${text}\n`);
   process.exit(1);
 });
