@@ -216,20 +216,27 @@ export class ConversationManager {
       readOnly,
       prefetched,
     });
-    const running = action.run(args, {
-      conversationId,
-      toolName: action.tool,
-      action: action.name,
+    // Aborted on timeout: an isolated (TOOLS_DIR) action's worker is then terminated.
+    const stop = new AbortController();
+    const running = action.run(
       args,
-      sharedContext,
-      logger: this.deps.logger,
-      exportDir: this.deps.exportDir,
-    });
+      {
+        conversationId,
+        toolName: action.tool,
+        action: action.name,
+        args,
+        sharedContext,
+        logger: this.deps.logger,
+        exportDir: this.deps.exportDir,
+      },
+      stop.signal,
+    );
     // A handler still running after a timeout may reject later: nobody awaits it then.
     running.catch(() => undefined);
     try {
       const output = await withTimeout(running, this.deps.toolTimeoutMs);
       if (output === TIMED_OUT) {
+        stop.abort();
         await tx.abandon();
         this.deps.logger.error(
           { tool: action.tool, action: action.name, conversationId, timeoutMs: this.deps.toolTimeoutMs },

@@ -1,0 +1,229 @@
+/**
+ * The host side of one TOOLS_DIR module's sandbox: a worker thread that has
+ * loaded the module, the calls in flight on it, and the shared-context calls
+ * those make, served here against the action's own SharedContext (so a
+ * write-level action's writes stay in its one transaction, and a read-level
+ * one's context still refuses writes).
+ *
+ * One worker per module serves every call of its tools, concurrently, as the
+ * module would in-process. A call whose caller gives up (TOOL_TIMEOUT_MS)
+ * terminates the worker, which is the only way to stop `while (true) {}`;
+ * other calls in flight on that worker fail with it, and the next call starts
+ * a fresh worker that loads the module again.
+ */
+import { extname, join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { ToolError, type SharedContext, type ToolContext, type ToolLogger } from '../tool-interface';
+import { SkipModule, errorMessage } from '../tool-module';
+import {
+  LOG_LEVELS,
+  type CtxMethod,
+  type HostMessage,
+  type ToolMeta,
+  type WireError,
+  type WorkerInit,
+  type WorkerMessage,
+} from './protocol';
+
+interface Pending {
+  worker: Worker;
+  ctx: ToolContext;
+  qualifiedName: string;
+  resolve(output: unknown): void;
+  reject(err: Error): void;
+  /** The last non-ToolError a context call failed with: the real cause when the handler rethrows it. */
+  contextError?: unknown;
+}
+
+/**
+ * From `src/` (jest, tsx) the worker entry is TypeScript and the worker thread
+ * does not inherit the parent's loader, so it registers tsx itself; that also
+ * lets `.ts` tool modules load. From `dist/` it is plain JavaScript.
+ */
+function startWorker(file: string): Worker {
+  const entry = join(__dirname, `worker${extname(__filename)}`);
+  const workerData: WorkerInit = { file };
+  if (extname(entry) !== '.ts') return new Worker(entry, { workerData });
+  const tsx = require.resolve('tsx/cjs/api');
+  const code = `require(${JSON.stringify(tsx)}).register(); require(${JSON.stringify(entry)});`;
+  return new Worker(code, { eval: true, workerData });
+}
+
+/** The one shared-context method the worker asked for; the context itself checks names, sizes and levels. */
+function invoke(shared: SharedContext, method: CtxMethod, args: unknown[]): Promise<unknown> {
+  const [name, data] = args;
+  switch (method) {
+    case 'createResource':
+      return shared.createResource(name as string, data);
+    case 'getResource':
+      return shared.getResource(name as string);
+    case 'updateResource':
+      return shared.updateResource(name as string, data);
+    case 'listResources':
+      return shared.listResources(name as { prefix?: string } | undefined);
+    case 'deleteResource':
+      return shared.deleteResource(name as string);
+    default:
+      return Promise.reject(new Error(`No shared-context method ${String(method)}`));
+  }
+}
+
+function fromWire(err: WireError | undefined): Error {
+  if (err?.code) return new ToolError(err.code, err.message);
+  return new Error(err?.message ?? 'the tool failed');
+}
+
+export class ToolHost {
+  private worker: Worker | undefined;
+  private ready: Promise<ToolMeta> | undefined;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private retired = false;
+
+  constructor(
+    readonly file: string,
+    private readonly loadTimeoutMs: number,
+    private readonly logger: ToolLogger,
+  ) {}
+
+  /** Starts the worker and returns the module's tool; throws SkipModule with the reason it cannot load. */
+  load(): Promise<ToolMeta> {
+    this.ready ??= this.spawn();
+    return this.ready;
+  }
+
+  /** Runs one action in the worker; `stop` aborted means the caller gave up: the worker is terminated. */
+  async call(
+    qualifiedName: string,
+    action: string,
+    args: Record<string, unknown>,
+    ctx: ToolContext,
+    stop?: AbortSignal,
+  ): Promise<unknown> {
+    await this.load();
+    const worker = this.worker!;
+    const id = this.nextId++;
+    const onStop = (): void => this.kill(worker, `${qualifiedName} was stopped: it did not finish in time`);
+    stop?.addEventListener('abort', onStop, { once: true });
+    try {
+      return await new Promise((resolve, reject) => {
+        this.pending.set(id, { worker, ctx, qualifiedName, resolve, reject });
+        const { conversationId, toolName, exportDir } = ctx;
+        this.post(worker, { type: 'run', id, action, args, conversationId, toolName, exportDir });
+        if (stop?.aborted) onStop();
+      });
+    } finally {
+      stop?.removeEventListener('abort', onStop);
+      this.pending.delete(id);
+      if (this.retired && this.pending.size === 0) this.stopWorker();
+    }
+  }
+
+  /** After a reload: stop the worker once the calls in flight have finished. */
+  retire(): void {
+    this.retired = true;
+    if (this.pending.size === 0) this.stopWorker();
+  }
+
+  close(): void {
+    this.retired = true;
+    this.stopWorker();
+  }
+
+  private stopWorker(): void {
+    if (this.worker) this.kill(this.worker, 'the tool sandbox was closed');
+  }
+
+  private spawn(): Promise<ToolMeta> {
+    const worker = startWorker(this.file);
+    worker.unref(); // a sandbox must never be what keeps the service alive
+    this.worker = worker;
+    return new Promise<ToolMeta>((resolve, reject) => {
+      const fail = (reason: string): void => {
+        this.kill(worker, reason);
+        reject(new SkipModule(reason));
+      };
+      const timer = setTimeout(
+        () => fail(`did not finish loading within ${this.loadTimeoutMs} ms; its worker was stopped`),
+        this.loadTimeoutMs,
+      );
+      const settle = (): void => clearTimeout(timer);
+      worker.on('message', (m: WorkerMessage) => {
+        if (m.type === 'loaded') {
+          settle();
+          resolve(m.tool);
+        } else if (m.type === 'skipped') {
+          settle();
+          fail(m.reason);
+        } else this.onMessage(worker, m);
+      });
+      worker.on('error', (err) => {
+        settle();
+        // After loading, this is a tool's uncaught exception: its calls fail, the next call starts anew.
+        this.logger.warn({ file: this.file, err }, `Tool worker failed: ${errorMessage(err)}`);
+        fail(`its worker failed: ${errorMessage(err)}`);
+      });
+      worker.on('exit', (code) => {
+        settle();
+        fail(`its worker exited with code ${code}`);
+      });
+    });
+  }
+
+  /** Forgets the worker, rejects its calls in flight, and terminates it; the next call starts a new one. */
+  private kill(worker: Worker, reason: string): void {
+    if (this.worker === worker) {
+      this.worker = undefined;
+      this.ready = undefined;
+    }
+    for (const p of this.pending.values()) if (p.worker === worker) p.reject(new Error(reason));
+    void worker.terminate();
+  }
+
+  private post(worker: Worker, message: HostMessage): void {
+    worker.postMessage(message);
+  }
+
+  private onMessage(worker: Worker, m: WorkerMessage): void {
+    if (m.type === 'ctx') {
+      void this.serveContext(worker, m.id, m.seq, m.method, m.args);
+      return;
+    }
+    const p = m.type === 'log' || m.type === 'done' ? this.pending.get(m.id) : undefined;
+    if (!p || p.worker !== worker) return; // the call is over: its caller has its answer
+    if (m.type === 'log') {
+      if (!LOG_LEVELS.includes(m.level)) return;
+      const obj = typeof m.obj === 'object' && m.obj !== null ? m.obj : { value: m.obj };
+      p.ctx.logger[m.level](obj, m.msg);
+    } else if (m.type === 'done') {
+      if (m.ok) p.resolve(m.output);
+      else if (m.invalidArgs) {
+        const { path, message } = m.invalidArgs;
+        p.reject(new ToolError('invalid_args', `Invalid args for ${p.qualifiedName}: ${path}: ${message}`));
+      } else p.reject(fromWire(m.error));
+    }
+  }
+
+  /** One shared-context call of a running action, on that action's own context. */
+  private async serveContext(
+    worker: Worker,
+    id: number,
+    seq: number,
+    method: CtxMethod,
+    args: unknown[],
+  ): Promise<void> {
+    const p = this.pending.get(id);
+    let reply: HostMessage;
+    try {
+      if (!p || p.worker !== worker) throw new Error('The action is over; its shared context is closed');
+      reply = { type: 'ctx-reply', seq, ok: true, value: await invoke(p.ctx.sharedContext, method, args) };
+    } catch (err) {
+      if (p && !(err instanceof ToolError)) p.contextError = err;
+      const error: WireError =
+        err instanceof ToolError ? { code: err.code, message: err.message } : { message: errorMessage(err) };
+      reply = { type: 'ctx-reply', seq, ok: false, error };
+    }
+    // A worker already terminated cannot take the answer; its call has been answered as failed.
+    if (this.pending.get(id)?.worker === worker) this.post(worker, reply);
+  }
+}
