@@ -101,9 +101,10 @@ export class ToolHost {
     stop?: AbortSignal,
   ): Promise<unknown> {
     await this.load();
-    const worker = this.worker!;
+    const worker = this.worker;
+    if (!worker) throw new Error(`${qualifiedName} was stopped before it started: its worker was replaced`);
     const id = this.nextId++;
-    const onStop = (): void => this.kill(worker, `${qualifiedName} was stopped: it did not finish in time`);
+    const onStop = (): void => this.replace(worker, `${qualifiedName} was stopped: it did not finish in time`);
     stop?.addEventListener('abort', onStop, { once: true });
     try {
       return await new Promise((resolve, reject) => {
@@ -168,6 +169,18 @@ export class ToolHost {
         fail(`its worker exited with code ${code}`);
       });
     });
+  }
+
+  /**
+   * Stops a worker a caller gave up on and starts its successor at once, so
+   * the module is loaded again before the next call arrives.
+   */
+  private replace(worker: Worker, reason: string): void {
+    this.kill(worker, reason);
+    if (this.retired || this.ready) return;
+    this.ready = this.spawn();
+    // A failure here is the next call's to report: kill() has cleared `ready`, so that call starts another.
+    this.ready.catch(() => undefined);
   }
 
   /** Forgets the worker, rejects its calls in flight, and terminates it; the next call starts a new one. */
