@@ -77,6 +77,7 @@ describe('a handler that spins', () => {
     await waitForFile(join(markerDir, 'half'));
     await request(t.app).get('/healthz').expect(200);
     await request(t.app).get(`/conversations/${c}/resources`).expect(200);
+    await neg(c, 'sandboxed-tool/context-info').expect(200); // another tool, in its own worker
     expect(negotiateDone).toBe(false);
 
     const res = await spinning;
@@ -88,6 +89,14 @@ describe('a handler that spins', () => {
     // The worker was replaced: the same tool answers the next call.
     const again = await neg(c, 'spin-tool/ping').expect(200);
     expect(again.body.output).toEqual({ pong: true });
+  });
+
+  it('fails the call of a handler that ends its worker, and serves the next call', async () => {
+    const c = conv('crash');
+    const res = await neg(c, 'spin-tool/crash').expect(500);
+    expect(res.body).toMatchObject({ success: false, code: 'tool_error' });
+    expect(res.body.error).not.toContain('within'); // answered when the worker ended, not at the timeout
+    await neg(c, 'spin-tool/ping').expect(200);
   });
 });
 

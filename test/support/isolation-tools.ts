@@ -55,6 +55,8 @@ module.exports = ({ defineTool, defineAction, z }) => defineTool({
         while (true) {}
       } }),
     'ping': defineAction({ description: 'Answers', level: 1, input: z.object({}), handler: () => ({ pong: true }) }),
+    'crash': defineAction({ description: 'Ends its worker thread', level: 1, input: z.object({}),
+      handler: () => process.exit(3) }),
   },
 });
 `;

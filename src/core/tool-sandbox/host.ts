@@ -70,7 +70,10 @@ function invoke(shared: SharedContext, method: CtxMethod, args: unknown[]): Prom
 
 function fromWire(err: WireError | undefined): Error {
   if (err?.code) return new ToolError(err.code, err.message);
-  return new Error(err?.message ?? 'the tool failed');
+  const failure = new Error(err?.message ?? 'the tool failed');
+  // The tool's own stack is what its author needs in the log; the host's would only show this file.
+  if (err?.stack) failure.stack = err.stack;
+  return failure;
 }
 
 export class ToolHost {
@@ -109,6 +112,7 @@ export class ToolHost {
     try {
       return await new Promise((resolve, reject) => {
         this.pending.set(id, { worker, ctx, qualifiedName, resolve, reject });
+        worker.ref(); // while a call is in flight, its worker keeps the process alive like in-process code would
         const { conversationId, toolName, exportDir } = ctx;
         this.post(worker, { type: 'run', id, action, args, conversationId, toolName, exportDir });
         if (stop?.aborted) onStop();
@@ -116,6 +120,7 @@ export class ToolHost {
     } finally {
       stop?.removeEventListener('abort', onStop);
       this.pending.delete(id);
+      if (![...this.pending.values()].some((p) => p.worker === worker)) worker.unref();
       if (this.retired && this.pending.size === 0) this.stopWorker();
     }
   }
@@ -137,7 +142,7 @@ export class ToolHost {
 
   private spawn(): Promise<ToolMeta> {
     const worker = startWorker(this.file);
-    worker.unref(); // a sandbox must never be what keeps the service alive
+    worker.unref(); // an idle sandbox must never be what keeps the service alive
     this.worker = worker;
     return new Promise<ToolMeta>((resolve, reject) => {
       const fail = (reason: string): void => {
@@ -148,10 +153,12 @@ export class ToolHost {
         () => fail(`did not finish loading within ${this.loadTimeoutMs} ms; its worker was stopped`),
         this.loadTimeoutMs,
       );
+      let loaded = false;
       const settle = (): void => clearTimeout(timer);
       worker.on('message', (m: WorkerMessage) => {
         if (m.type === 'loaded') {
           settle();
+          loaded = true;
           resolve(m.tool);
         } else if (m.type === 'skipped') {
           settle();
@@ -160,8 +167,9 @@ export class ToolHost {
       });
       worker.on('error', (err) => {
         settle();
-        // After loading, this is a tool's uncaught exception: its calls fail, the next call starts anew.
-        this.logger.warn({ file: this.file, err }, `Tool worker failed: ${errorMessage(err)}`);
+        // Before loading, the registry logs the skip; after, this is a tool's uncaught exception:
+        // its calls in flight fail, and the next call starts a new worker.
+        if (loaded) this.logger.warn({ file: this.file, err }, `Tool worker failed: ${errorMessage(err)}`);
         fail(`its worker failed: ${errorMessage(err)}`);
       });
       worker.on('exit', (code) => {

@@ -21,6 +21,8 @@ export interface ToolMeta {
 export interface WireError {
   code?: ToolErrorCode;
   message: string;
+  /** The worker-side stack of an unexpected error: for the service's log only, never for a response. */
+  stack?: string;
 }
 
 /** The SharedContext methods a worker may call; nothing else is served. */

@@ -30,7 +30,7 @@ function send(message: WorkerMessage): void {
 
 function toWire(err: unknown): WireError {
   if (err instanceof ToolError) return { code: err.code, message: err.message };
-  return { message: errorMessage(err) };
+  return { message: errorMessage(err), ...(err instanceof Error && err.stack ? { stack: err.stack } : {}) };
 }
 
 /** A host answer back into what the tool would have seen in-process: a ToolError keeps its class. */
