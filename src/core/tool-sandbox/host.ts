@@ -81,6 +81,8 @@ export class ToolHost {
   private ready: Promise<ToolMeta> | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
+  /** Calls between their start and their end, including those still waiting for a worker to load. */
+  private active = 0;
   private retired = false;
 
   constructor(
@@ -103,7 +105,34 @@ export class ToolHost {
     ctx: ToolContext,
     stop?: AbortSignal,
   ): Promise<unknown> {
-    await this.load();
+    this.active++;
+    try {
+      await this.load();
+      return await this.send(qualifiedName, action, args, ctx, stop);
+    } finally {
+      this.active--;
+      if (this.retired && this.active === 0) this.stopWorker();
+    }
+  }
+
+  /** After a reload: stop the worker once the calls in flight (loading or running) have finished. */
+  retire(): void {
+    this.retired = true;
+    if (this.active === 0) this.stopWorker();
+  }
+
+  close(): void {
+    this.retired = true;
+    this.stopWorker();
+  }
+
+  private async send(
+    qualifiedName: string,
+    action: string,
+    args: Record<string, unknown>,
+    ctx: ToolContext,
+    stop?: AbortSignal,
+  ): Promise<unknown> {
     const worker = this.worker;
     if (!worker) throw new Error(`${qualifiedName} was stopped before it started: its worker was replaced`);
     const id = this.nextId++;
@@ -121,19 +150,7 @@ export class ToolHost {
       stop?.removeEventListener('abort', onStop);
       this.pending.delete(id);
       if (![...this.pending.values()].some((p) => p.worker === worker)) worker.unref();
-      if (this.retired && this.pending.size === 0) this.stopWorker();
     }
-  }
-
-  /** After a reload: stop the worker once the calls in flight have finished. */
-  retire(): void {
-    this.retired = true;
-    if (this.pending.size === 0) this.stopWorker();
-  }
-
-  close(): void {
-    this.retired = true;
-    this.stopWorker();
   }
 
   private stopWorker(): void {
