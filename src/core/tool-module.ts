@@ -32,6 +32,11 @@ export interface LoadedAction {
   inputSchema: Record<string, unknown>;
   parseArgs(args: unknown): ParseArgsResult;
   /**
+   * Isolated actions only: parseArgs checks no more than the shape there, the
+   * tool's schema is applied in its worker. A dry run asks this for the full check.
+   */
+  checkArgs?: (args: Record<string, unknown>, stop?: AbortSignal) => Promise<ParseArgsResult>;
+  /**
    * Runs the action on args already accepted by parseArgs; returns its output.
    * `stop` is aborted when the caller gives up on the run (TOOL_TIMEOUT_MS):
    * an isolated action then stops its worker; an in-process one cannot be stopped.

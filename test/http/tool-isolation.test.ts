@@ -175,6 +175,23 @@ describe('the shared context across the boundary', () => {
     expect(bad.body.error).toMatch(/^Invalid args for sandboxed-tool\/read-doc: name: /);
   });
 
+  it("checks a dry run's args with the tool's own schema, in its worker, running nothing", async () => {
+    const c = conv('dry');
+    await grant(c, 'sandboxed-tool', 2);
+    const dry = (args: Record<string, unknown>): request.Test =>
+      request(t.app)
+        .post(`/conversations/${c}/negotiate`)
+        .send({ action: 'sandboxed-tool/write-two', args, dryRun: true });
+    const bad = await dry({ first: 'a', second: 7 }).expect(400);
+    const real = await neg(c, 'sandboxed-tool/write-two', { first: 'a', second: 7 }).expect(400);
+    expect(bad.body).toEqual(real.body);
+    expect(bad.body.error).toMatch(/^Invalid args for sandboxed-tool\/write-two: second: /);
+    const good = await dry({ first: 'a', second: 'b' }).expect(200);
+    expect(good.body).toMatchObject({ success: true, routing: { tool: 'sandboxed-tool' } });
+    expect(good.body).not.toHaveProperty('output');
+    await request(t.app).get(`/conversations/${c}/resources/a`).expect(404);
+  });
+
   it('gives the handler its parsed args, conversation, logger and exportDir', async () => {
     const c = conv('info');
     const res = await neg(c, 'sandboxed-tool/context-info').expect(200);

@@ -14,22 +14,32 @@
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { ToolError, type SharedContext, type ToolContext, type ToolLogger } from '../tool-interface';
-import { SkipModule, errorMessage } from '../tool-module';
+import { SkipModule, errorMessage, type ParseArgsResult } from '../tool-module';
 import {
   LOG_LEVELS,
   type CtxMethod,
   type HostMessage,
+  type RunRequest,
   type ToolMeta,
   type WireError,
   type WorkerInit,
   type WorkerMessage,
 } from './protocol';
 
+type Done = Extract<WorkerMessage, { type: 'done' }>;
+
+/** A worker's answer, with the last non-ToolError the call's context calls failed with (its likely cause). */
+interface Outcome {
+  done: Done;
+  contextError?: unknown;
+}
+
 interface Pending {
   worker: Worker;
-  ctx: ToolContext;
   qualifiedName: string;
-  resolve(output: unknown): void;
+  /** Absent for an args check, which runs no handler. */
+  ctx?: ToolContext;
+  resolve(outcome: Outcome): void;
   reject(err: Error): void;
   /** The last non-ToolError a context call failed with: the real cause when the handler rethrows it. */
   contextError?: unknown;
@@ -105,10 +115,44 @@ export class ToolHost {
     ctx: ToolContext,
     stop?: AbortSignal,
   ): Promise<unknown> {
+    const { conversationId, toolName, exportDir } = ctx;
+    const request = { action, args, conversationId, toolName, exportDir };
+    const { done, contextError } = await this.whileActive(() => this.send(qualifiedName, request, ctx, stop));
+    if (done.ok) return done.output;
+    if (done.invalidArgs) {
+      const { path, message } = done.invalidArgs;
+      throw new ToolError('invalid_args', `Invalid args for ${qualifiedName}: ${path}: ${message}`);
+    }
+    // The handler passed on a failure of the service's own context (say, the database is down):
+    // that failure, not a tool_error, is what the manager must see.
+    if (contextError instanceof Error && !done.error?.code && done.error?.message === errorMessage(contextError)) {
+      throw contextError;
+    }
+    throw fromWire(done.error);
+  }
+
+  /**
+   * Parses args with the tool's own schema in the worker, running nothing:
+   * how a dry run checks them. Resolves the parsed args or the first problem.
+   */
+  async check(
+    qualifiedName: string,
+    action: string,
+    args: Record<string, unknown>,
+    stop?: AbortSignal,
+  ): Promise<ParseArgsResult> {
+    const request = { action, args, conversationId: '', toolName: '', exportDir: '', checkOnly: true };
+    const { done } = await this.whileActive(() => this.send(qualifiedName, request, undefined, stop));
+    if (done.ok) return { ok: true, value: done.output as Record<string, unknown> };
+    if (done.invalidArgs) return { ok: false, ...done.invalidArgs };
+    throw fromWire(done.error);
+  }
+
+  private async whileActive<T>(task: () => Promise<T>): Promise<T> {
     this.active++;
     try {
       await this.load();
-      return await this.send(qualifiedName, action, args, ctx, stop);
+      return await task();
     } finally {
       this.active--;
       if (this.retired && this.active === 0) this.stopWorker();
@@ -128,11 +172,10 @@ export class ToolHost {
 
   private async send(
     qualifiedName: string,
-    action: string,
-    args: Record<string, unknown>,
-    ctx: ToolContext,
+    request: Omit<RunRequest, 'type' | 'id'>,
+    ctx: ToolContext | undefined,
     stop?: AbortSignal,
-  ): Promise<unknown> {
+  ): Promise<Outcome> {
     const worker = this.worker;
     if (!worker) throw new Error(`${qualifiedName} was stopped before it started: its worker was replaced`);
     const id = this.nextId++;
@@ -142,8 +185,7 @@ export class ToolHost {
       return await new Promise((resolve, reject) => {
         this.pending.set(id, { worker, ctx, qualifiedName, resolve, reject });
         worker.ref(); // while a call is in flight, its worker keeps the process alive like in-process code would
-        const { conversationId, toolName, exportDir } = ctx;
-        this.post(worker, { type: 'run', id, action, args, conversationId, toolName, exportDir });
+        this.post(worker, { type: 'run', id, ...request });
         if (stop?.aborted) onStop();
       });
     } finally {
@@ -232,13 +274,9 @@ export class ToolHost {
     if (m.type === 'log') {
       if (!LOG_LEVELS.includes(m.level)) return;
       const obj = typeof m.obj === 'object' && m.obj !== null ? m.obj : { value: m.obj };
-      p.ctx.logger[m.level](obj, m.msg);
+      (p.ctx?.logger ?? this.logger)[m.level](obj, m.msg);
     } else if (m.type === 'done') {
-      if (m.ok) p.resolve(m.output);
-      else if (m.invalidArgs) {
-        const { path, message } = m.invalidArgs;
-        p.reject(new ToolError('invalid_args', `Invalid args for ${p.qualifiedName}: ${path}: ${message}`));
-      } else p.reject(fromWire(m.error));
+      p.resolve({ done: m, contextError: p.contextError });
     }
   }
 
@@ -253,7 +291,7 @@ export class ToolHost {
     const p = this.pending.get(id);
     let reply: HostMessage;
     try {
-      if (!p || p.worker !== worker) throw new Error('The action is over; its shared context is closed');
+      if (!p?.ctx || p.worker !== worker) throw new Error('The action is over; its shared context is closed');
       reply = { type: 'ctx-reply', seq, ok: true, value: await invoke(p.ctx.sharedContext, method, args) };
     } catch (err) {
       if (p && !(err instanceof ToolError)) p.contextError = err;

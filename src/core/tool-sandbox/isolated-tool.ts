@@ -36,6 +36,7 @@ function toLoadedTool(meta: ToolMeta, host: ToolHost): LoadedTool {
       inputSchema: a.inputSchema,
       parseArgs: parseShape,
       run: (args, ctx, stop) => host.call(qualified, a.name, args, ctx, stop),
+      checkArgs: (args, stop) => host.check(qualified, a.name, args, stop),
     };
     return Object.freeze(action);
   });

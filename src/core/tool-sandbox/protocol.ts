@@ -47,6 +47,8 @@ export interface RunRequest {
   conversationId: string;
   toolName: string;
   exportDir: string;
+  /** Parse the args and answer with them, running nothing (a dry run). */
+  checkOnly?: boolean;
 }
 
 export interface CtxReply {

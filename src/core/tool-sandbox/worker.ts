@@ -95,6 +95,10 @@ async function run(req: RunRequest): Promise<void> {
     send({ type: 'done', id: req.id, ok: false, invalidArgs: { path: parsed.path, message: parsed.message } });
     return;
   }
+  if (req.checkOnly) {
+    send({ type: 'done', id: req.id, ok: true, output: parsed.value });
+    return;
+  }
   let output: unknown;
   try {
     output = await action.run(parsed.value, {
