@@ -3,7 +3,9 @@
  * from the metadata its sandbox worker reported, whose actions run in that
  * worker. The args are parsed there too, with the tool's own zod schema: here
  * only their shape (an object) is checked, and a schema failure comes back
- * from the worker as the same `invalid_args` the in-process parser gives.
+ * from the worker as the same `invalid_args` the in-process parser gives (a
+ * dry run asks the worker for that check alone, through checkArgs). The
+ * action's `prefetch` hint stays in the worker: isolated reads are not prefetched.
  */
 import { providerName, qualifiedName } from '../naming';
 import type { ToolLogger } from '../tool-interface';
