@@ -104,10 +104,13 @@ async function main(): Promise<void> {
   u.pathname = `/${DB_NAME}`;
   const toolsDir = mkdtempSync(join(tmpdir(), 'isolation-bench-'));
   writeFileSync(join(toolsDir, 'bench-tool.js'), TOOL);
-  const db = openDatabase({ connectionString: u.toString(), poolSize: 5 });
+  // Both forms of "where the server is": main is moving DatabaseOptions and MigrationOptions from a
+  // connection string to a pg client config, and this script must run on either side of that change.
+  const where = { connectionString: u.toString(), client: parseIntoClientConfig(u.toString()) };
+  const db = openDatabase({ ...where, poolSize: 5 });
   const wirings: ReturnType<typeof wireServices>[] = [];
   try {
-    await applyMigrations({ connectionString: u.toString() });
+    await applyMigrations({ ...where });
     const config = loadConfig({ LOG_LEVEL: 'warn', TOOLS_DIR: toolsDir });
     const logger = createLogger(config.logLevel);
     const inProcess = wireServices(config, logger, db, { isolateToolsDir: false });
