@@ -6,7 +6,7 @@
 import type { Config } from './config';
 import { ConversationManager } from './core/conversation-manager';
 import { ToolCatalog } from './core/tool-catalog';
-import { ToolRegistry } from './core/tool-registry';
+import { ToolRegistry, type ToolRegistryOptions } from './core/tool-registry';
 import type { Database } from './db/database';
 import type { Logger } from './logger';
 import type { Services } from './services';
@@ -20,7 +20,7 @@ export function wireServices(
   config: Config,
   logger: Logger,
   db: Database,
-  registryOverrides: { debounceMs?: number } = {},
+  registryOverrides: Pick<ToolRegistryOptions, 'debounceMs' | 'loadTimeoutMs' | 'isolateToolsDir'> = {},
 ): Wired {
   const registry = new ToolRegistry({
     extraDir: config.toolsDir,

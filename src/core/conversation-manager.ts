@@ -14,6 +14,7 @@ import { deniedBy } from './policy';
 import { SqlSharedContext, type Queryable } from './shared-context';
 import type { CatalogSnapshot, RoutedAction, ToolCatalog, ToolView } from './tool-catalog';
 import { baseAlignment } from './tool-catalog';
+import type { LoadedAction } from './tool-module';
 import { ToolError, type Alignment, type Level, type Resource, type ToolLogger } from './tool-interface';
 
 export interface NegotiateRequest {
@@ -194,8 +195,42 @@ export class ConversationManager {
         routing,
       });
     }
-    if (req.dryRun) return { status: 200, result: { success: true, alignment, routing } };
+    if (req.dryRun) {
+      const problem = action.checkArgs
+        ? await this.checkInSandbox(action, parsed.value, { alignment, routing })
+        : undefined;
+      return problem ?? { status: 200, result: { success: true, alignment, routing } };
+    }
     return this.run(conversationId, entry, parsed.value, { alignment, routing }, ctx.prefetched);
+  }
+
+  /** A dry run of an isolated action: its args checked by the tool's own schema, in its worker. */
+  private async checkInSandbox(
+    action: LoadedAction,
+    args: Record<string, unknown>,
+    decided: { alignment: Alignment; routing: Routing },
+  ): Promise<NegotiationOutcome | undefined> {
+    const stop = new AbortController();
+    const checking = action.checkArgs!(args, stop.signal);
+    checking.catch(() => undefined);
+    try {
+      const checked = await withTimeout(checking, this.deps.toolTimeoutMs);
+      if (checked === TIMED_OUT) {
+        stop.abort();
+        const message = `Tool ${action.tool} did not check the args of ${action.name} within ${this.deps.toolTimeoutMs} ms`;
+        return fail(500, 'tool_error', message, decided);
+      }
+      if (checked.ok) return undefined;
+      return fail(
+        400,
+        'invalid_args',
+        `Invalid args for ${action.qualifiedName}: ${checked.path}: ${checked.message}`,
+        decided,
+      );
+    } catch (err) {
+      this.deps.logger.error({ err, tool: action.tool, action: action.name }, 'tool failed checking args');
+      return fail(500, 'tool_error', `Tool ${action.tool} failed while checking the args of ${action.name}`, decided);
+    }
   }
 
   private async run(
@@ -217,20 +252,27 @@ export class ConversationManager {
       readOnly,
       prefetched,
     });
-    const running = action.run(args, {
-      conversationId,
-      toolName: action.tool,
-      action: action.name,
+    // Aborted on timeout: an isolated (TOOLS_DIR) action's worker is then terminated.
+    const stop = new AbortController();
+    const running = action.run(
       args,
-      sharedContext,
-      logger: this.deps.logger,
-      exportDir: this.deps.exportDir,
-    });
+      {
+        conversationId,
+        toolName: action.tool,
+        action: action.name,
+        args,
+        sharedContext,
+        logger: this.deps.logger,
+        exportDir: this.deps.exportDir,
+      },
+      stop.signal,
+    );
     // A handler still running after a timeout may reject later: nobody awaits it then.
     running.catch(() => undefined);
     try {
       const output = await withTimeout(running, this.deps.toolTimeoutMs);
       if (output === TIMED_OUT) {
+        stop.abort();
         await tx.abandon();
         this.deps.logger.error(
           { tool: action.tool, action: action.name, conversationId, timeoutMs: this.deps.toolTimeoutMs },

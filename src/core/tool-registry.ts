@@ -10,55 +10,30 @@
  * - a class extending BaseTool with a static `identity`, the class form of seed 002;
  * - a factory `(sdk) => definition | class`, so a TOOLS_DIR module needs no
  *   node_modules of its own.
+ *
+ * Bundled tools run in-process. TOOLS_DIR modules are third-party code: each
+ * is loaded and run in its own worker thread (tool-sandbox/), so one that
+ * spins at load time is skipped and one that spins in a handler is stopped
+ * while the service's event loop keeps answering.
  */
 import { EventEmitter } from 'node:events';
 import { watch, type Dirent, type FSWatcher } from 'node:fs';
 import { readdir, stat } from 'node:fs/promises';
 import { basename, join, resolve, sep } from 'node:path';
-import { z } from 'zod';
-import { MAX_NAME_LENGTH, TOOL_NAME_RE, providerName, qualifiedName } from './naming';
+import type { ToolLogger } from './tool-interface';
 import {
-  ToolError,
-  levelFromVerb,
-  sdk,
-  type ActionDefinition,
-  type Level,
-  type ToolClass,
-  type ToolContext,
-  type ToolLogger,
-} from './tool-interface';
+  SkipModule,
+  byName,
+  errorMessage,
+  isRecord,
+  loadToolModule,
+  type LoadedAction,
+  type LoadedTool,
+} from './tool-module';
+import type { ToolHost } from './tool-sandbox/host';
+import { loadIsolatedTool } from './tool-sandbox/isolated-tool';
 
-export interface LoadedAction {
-  tool: string;
-  /** Action name (kebab-case). */
-  name: string;
-  /** `tool/action`, the canonical form shown to LLMs (seed 000). */
-  qualifiedName: string;
-  /** `tool_action`, the form providers accept as a function name. */
-  providerName: string;
-  description: string;
-  level: Level;
-  /** JSON Schema of the args; always `type: "object"` at the top. */
-  inputSchema: Record<string, unknown>;
-  parseArgs(args: unknown): ParseArgsResult;
-  /** Runs the action on args already accepted by parseArgs; returns its output. */
-  run(args: Record<string, unknown>, ctx: ToolContext): Promise<unknown>;
-  /** The resource a read-level action declares it will read (ActionDefinition.prefetch). */
-  prefetch?: (args: Record<string, unknown>) => string | undefined;
-}
-
-export type ParseArgsResult =
-  { ok: true; value: Record<string, unknown> } | { ok: false; path: string; message: string };
-
-export interface LoadedTool {
-  name: string;
-  version: string;
-  description: string;
-  /** Sorted by name. */
-  actions: readonly LoadedAction[];
-  /** The file the tool was loaded from. */
-  source: string;
-}
+export type { LoadedAction, LoadedTool, ParseArgsResult } from './tool-module';
 
 export interface ToolSet {
   readonly generation: number;
@@ -78,247 +53,20 @@ export interface ToolRegistryOptions {
   /** Quiet time after the last file event before reloading; editors write in bursts. */
   debounceMs?: number;
   logger: ToolLogger;
+  /** A TOOLS_DIR module still loading after this is skipped and its worker stopped. Default 10 s. */
+  loadTimeoutMs?: number;
+  /**
+   * Default true. false loads TOOLS_DIR in-process like the bundled tools:
+   * only for measuring what isolation costs (bench/isolation-bench.ts).
+   */
+  isolateToolsDir?: boolean;
 }
 
 /** src/core -> tools, and dist/src/core -> dist/tools: the same relative step. */
 const DEFAULT_BUNDLED_DIR = resolve(__dirname, '..', '..', 'tools');
 const DEFAULT_DEBOUNCE_MS = 250;
-
-// ---- Small helpers -------------------------------------------------------------
-
-type UnknownRecord = Record<string, unknown>;
-
-function isRecord(value: unknown): value is UnknownRecord {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function errorMessage(err: unknown): string {
-  return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
-}
-
-function byName<T extends { name: string }>(a: T, b: T): number {
-  // Code-unit order, not localeCompare: the order must not depend on the host's locale.
-  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
-}
-
-/** Thrown while loading one module; the module is skipped with this reason. */
-class SkipModule extends Error {}
-
-function checkName(kind: 'tool' | 'action', name: string): void {
-  if (!TOOL_NAME_RE.test(name)) {
-    throw new SkipModule(`${kind} name "${name}" is not kebab-case (${String(TOOL_NAME_RE)})`);
-  }
-  if (name.length > MAX_NAME_LENGTH) {
-    throw new SkipModule(`${kind} name "${name}" is longer than ${MAX_NAME_LENGTH} characters`);
-  }
-}
-
-/** `a.b.0: message`-style location of a zod issue; an unknown key is named itself. */
-function issueLocation(issue: z.core.$ZodIssue): { path: string; message: string } {
-  const path = issue.path.map(String);
-  if (issue.code === 'unrecognized_keys' && issue.keys[0] !== undefined) path.push(issue.keys[0]);
-  return { path: path.length > 0 ? path.join('.') : 'args', message: issue.message };
-}
-
-function parseOrSkip<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
-  const result = schema.safeParse(value);
-  if (result.success) return result.data;
-  const first = result.error.issues[0];
-  const where = first ? issueLocation(first) : { path: what, message: 'invalid' };
-  throw new SkipModule(`${what}: ${where.path === 'args' ? '' : `${where.path}: `}${where.message}`);
-}
-
-// ---- Module shapes -------------------------------------------------------------
-
-const ZLevel = z.literal([1, 2, 3]);
-
-/** zod 4 schemas by shape rather than instanceof, so a tool may bring its own copy of zod 4. */
-function isZodSchema(value: unknown): value is z.ZodType {
-  return isRecord(value) && typeof value.safeParse === 'function' && isRecord(value._zod);
-}
-
-const ZActionDefinition = z.object({
-  description: z.string(),
-  level: ZLevel,
-  input: z.custom<z.ZodType>(isZodSchema, 'must be a zod 4 schema'),
-  handler: z.custom<ActionDefinition['handler']>((v) => typeof v === 'function', 'must be a function'),
-  prefetch: z
-    .custom<NonNullable<ActionDefinition['prefetch']>>((v) => typeof v === 'function', 'must be a function')
-    .optional(),
-});
-
-const ZToolDefinition = z.object({
-  name: z.string(),
-  version: z.string(),
-  description: z.string(),
-  actions: z.record(z.string(), ZActionDefinition),
-});
-
-const ZToolIdentity = z.object({
-  name: z.string(),
-  version: z.string(),
-  capabilities: z.array(z.string()).min(1, 'must list at least one capability'),
-  description: z.string().optional(),
-  levels: z.record(z.string(), ZLevel).optional(),
-  descriptions: z.record(z.string(), z.string()).optional(),
-});
-
-function isClassLike(value: unknown): value is ToolClass {
-  if (typeof value !== 'function') return false;
-  const proto: unknown = value.prototype;
-  if (isRecord(proto) && typeof proto.execute === 'function') return true;
-  if ('identity' in value && isRecord(value.identity)) return true;
-  // A class whose execute is not on the prototype must still never be called as a factory.
-  return /^class[\s{]/.test(Function.prototype.toString.call(value));
-}
-
-/** The module's export, with the factory form already applied. */
-async function resolveExport(mod: unknown): Promise<unknown> {
-  const exported = isRecord(mod) && mod.default !== undefined ? mod.default : mod;
-  if (typeof exported !== 'function' || isClassLike(exported)) return exported;
-  const produced: unknown = await (exported as (s: typeof sdk) => unknown)(sdk);
-  return isRecord(produced) && produced.default !== undefined ? produced.default : produced;
-}
-
-// ---- Building actions ------------------------------------------------------------
-
-/** The JSON Schema published for an action's args; refuses anything but an object. */
-function argsJsonSchema(schema: z.ZodType): UnknownRecord {
-  let json: UnknownRecord;
-  try {
-    // 'input': the schema describes what a caller sends, before defaults and transforms.
-    json = { ...z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) };
-  } catch (err) {
-    throw new SkipModule(`input schema cannot be converted to JSON Schema (${errorMessage(err)})`);
-  }
-  if (json.type !== 'object') {
-    throw new SkipModule(`input schema must be an object schema, got JSON Schema type ${JSON.stringify(json.type)}`);
-  }
-  // Provider function definitions (OpenAI, Anthropic, MCP) take a bare schema.
-  delete json.$schema;
-  return json;
-}
-
-function argsParser(schema: z.ZodType): (args: unknown) => ParseArgsResult {
-  return (args) => {
-    const result = schema.safeParse(args ?? {});
-    if (!result.success) {
-      const first = result.error.issues[0];
-      return { ok: false, ...(first ? issueLocation(first) : { path: 'args', message: 'Invalid input' }) };
-    }
-    if (!isRecord(result.data)) return { ok: false, path: 'args', message: 'must be an object' };
-    return { ok: true, value: result.data };
-  };
-}
-
-interface ActionSpec {
-  tool: string;
-  name: string;
-  description: string;
-  level: Level;
-  schema: z.ZodType;
-  run: LoadedAction['run'];
-  prefetch?: LoadedAction['prefetch'];
-}
-
-function makeAction(spec: ActionSpec): LoadedAction {
-  checkName('action', spec.name);
-  return Object.freeze({
-    tool: spec.tool,
-    name: spec.name,
-    qualifiedName: qualifiedName(spec.tool, spec.name),
-    providerName: providerName(spec.tool, spec.name),
-    description: spec.description,
-    level: spec.level,
-    inputSchema: argsJsonSchema(spec.schema),
-    parseArgs: argsParser(spec.schema),
-    run: spec.run,
-    // Only reads may be answered early: a write must see its transaction's state.
-    ...(spec.prefetch && spec.level === 1 ? { prefetch: spec.prefetch } : {}),
-  });
-}
-
-function freezeTool(tool: Omit<LoadedTool, 'actions'>, actions: LoadedAction[]): LoadedTool {
-  if (actions.length === 0) throw new SkipModule(`tool "${tool.name}" declares no actions`);
-  return Object.freeze({ ...tool, actions: Object.freeze([...actions].sort(byName)) });
-}
-
-function fromDefinition(value: unknown, source: string): LoadedTool {
-  const def = parseOrSkip(ZToolDefinition, value, 'tool definition');
-  checkName('tool', def.name);
-  const actions = Object.entries(def.actions).map(([name, action]) =>
-    makeAction({
-      tool: def.name,
-      name,
-      description: action.description,
-      level: action.level,
-      schema: action.input,
-      // The handler sees the parsed args in ctx.args too, whatever the caller put there.
-      run: async (args, ctx) => await action.handler(args, { ...ctx, action: name, args }),
-      prefetch: action.prefetch,
-    }),
-  );
-  return freezeTool({ name: def.name, version: def.version, description: def.description, source }, actions);
-}
-
-/** Class-form capabilities take any JSON object: the class validates its own args (seed 002). */
-const ZAnyArgs = z.record(z.string(), z.unknown());
-
-function classIdentity(cls: ToolClass): unknown {
-  if (isRecord(cls.identity)) return cls.identity;
-  // The seed's constructor passes the identity to BaseTool; accept that when no static one exists.
-  const instance: unknown = new cls();
-  return isRecord(instance) ? instance.identity : undefined;
-}
-
-/** A class tool reports failure as `success: false`; the service reports it as invalid_args. */
-function unwrapToolResult(result: unknown, qualifiedName: string): unknown {
-  if (!isRecord(result) || typeof result.success !== 'boolean') {
-    throw new Error(`${qualifiedName} returned no ToolResult`);
-  }
-  if (result.success) return result.output;
-  const reason = typeof result.error === 'string' && result.error !== '' ? result.error : `${qualifiedName} failed`;
-  throw new ToolError('invalid_args', reason);
-}
-
-function fromClass(cls: ToolClass, source: string): LoadedTool {
-  const identity = parseOrSkip(ZToolIdentity, classIdentity(cls), 'class identity');
-  checkName('tool', identity.name);
-  const unique = new Set(identity.capabilities);
-  if (unique.size !== identity.capabilities.length) throw new SkipModule('capabilities contain duplicates');
-  const actions = [...unique].map((cap) =>
-    makeAction({
-      tool: identity.name,
-      name: cap,
-      description: identity.descriptions?.[cap] ?? `${cap.replace(/-/g, ' ')} (${identity.name})`,
-      level: identity.levels?.[cap] ?? levelFromVerb(cap),
-      schema: ZAnyArgs,
-      run: async (args, ctx) =>
-        unwrapToolResult(await new cls().execute(cap, { ...ctx, action: cap, args }), `${identity.name}/${cap}`),
-    }),
-  );
-  const description = identity.description ?? `${identity.name} (class-form tool)`;
-  return freezeTool({ name: identity.name, version: identity.version, description, source }, actions);
-}
-
-async function loadToolModule(file: string): Promise<LoadedTool> {
-  let mod: unknown;
-  try {
-    // The caller's own require, not createRequire: jest and tsx hook it to load .ts tool modules.
-    // eslint-disable-next-line @typescript-eslint/no-require-imports
-    mod = require(file);
-  } catch (err) {
-    const hint =
-      file.endsWith('.ts') && err instanceof SyntaxError
-        ? ' (a .ts module needs a TypeScript loader such as tsx; compile it to .js for plain Node)'
-        : '';
-    throw new SkipModule(`failed to load: ${errorMessage(err)}${hint}`);
-  }
-  const exported = await resolveExport(mod);
-  if (isClassLike(exported)) return fromClass(exported, file);
-  if (isRecord(exported) && 'actions' in exported) return fromDefinition(exported, file);
-  throw new SkipModule('exports neither a tool definition (defineTool), a BaseTool class nor a factory (sdk) => tool');
-}
+/** Generous: a worker loading a .ts module under tsx on a busy 2-core machine takes about a second. */
+const DEFAULT_LOAD_TIMEOUT_MS = 10_000;
 
 // ---- Finding module files -----------------------------------------------------------
 
@@ -415,6 +163,8 @@ export class ToolRegistry extends EventEmitter {
   private watchers: FSWatcher[] = [];
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  /** The sandboxes of the current generation's TOOLS_DIR tools. */
+  private hosts: ToolHost[] = [];
 
   constructor(private readonly opts: ToolRegistryOptions) {
     super();
@@ -456,6 +206,8 @@ export class ToolRegistry extends EventEmitter {
     for (const watcher of this.watchers) watcher.close();
     this.watchers = [];
     await this.queue;
+    for (const host of this.hosts) host.close();
+    this.hosts = [];
   }
 
   private enqueue(task: () => Promise<ToolSet>): Promise<ToolSet> {
@@ -466,14 +218,19 @@ export class ToolRegistry extends EventEmitter {
 
   private async rebuild(emitChange: boolean): Promise<ToolSet> {
     let set: ToolSet;
+    const hosts: ToolHost[] = [];
     try {
-      const tools = await this.loadAll();
+      const tools = await this.loadAll(hosts);
       set = makeToolSet((this.set?.generation ?? 0) + 1, tools);
     } catch (err) {
+      for (const host of hosts) host.close();
       this.logger.error({ err }, `Tool reload failed, keeping the previous tool set: ${errorMessage(err)}`);
       throw err;
     }
     this.set = set; // the one assignment that publishes the new generation
+    // Calls in flight on the previous generation finish in their workers first.
+    for (const host of this.hosts) host.retire();
+    this.hosts = hosts;
     this.logger.info({ generation: set.generation, tools: set.tools.map((t) => t.name) }, 'Tools loaded');
     if (emitChange) this.emitChange(set);
     return set;
@@ -488,21 +245,34 @@ export class ToolRegistry extends EventEmitter {
     }
   }
 
-  private async loadAll(): Promise<LoadedTool[]> {
-    const dirs = this.extraDir ? [this.bundledDir, this.extraDir] : [this.bundledDir];
+  /** Loads every module; the sandboxes of the tools kept are pushed to `hosts`. */
+  private async loadAll(hosts: ToolHost[]): Promise<LoadedTool[]> {
+    const isolate = this.opts.isolateToolsDir ?? true;
+    const dirs = this.extraDir && !isolate ? [this.bundledDir, this.extraDir] : [this.bundledDir];
     evictModuleCache(dirs);
-    const files = [...(await findModuleFiles(this.bundledDir)), ...(await this.extraFiles())];
+    const bundledFiles = await findModuleFiles(this.bundledDir);
+    const extraFiles = await this.extraFiles();
+    const loaded = [
+      ...(await Promise.all(bundledFiles.map((file) => this.tryLoad(file)))),
+      // Each sandbox loads in its own thread, so a slow module delays only itself.
+      ...(await Promise.all(extraFiles.map((file) => (isolate ? this.tryLoadIsolated(file) : this.tryLoad(file))))),
+    ];
     const tools = new Map<string, LoadedTool>();
-    for (const file of files) {
-      const tool = await this.tryLoad(file);
-      if (!tool) continue;
-      const existing = tools.get(tool.name);
+    for (const [i, entry] of loaded.entries()) {
+      const file = [...bundledFiles, ...extraFiles][i]!;
+      if (!entry) continue;
+      const existing = tools.get(entry.tool.name);
       if (existing) {
-        this.skip(file, `tool "${tool.name}" is already provided by ${existing.source}`);
+        entry.host?.close();
+        this.skip(file, `tool "${entry.tool.name}" is already provided by ${existing.source}`);
         continue;
       }
-      tools.set(tool.name, tool);
-      this.logger.info({ tool: tool.name, version: tool.version, source: file }, `Loaded: ${tool.name}`);
+      tools.set(entry.tool.name, entry.tool);
+      if (entry.host) hosts.push(entry.host);
+      this.logger.info(
+        { tool: entry.tool.name, version: entry.tool.version, source: file, isolated: entry.host !== undefined },
+        `Loaded: ${entry.tool.name}`,
+      );
     }
     return [...tools.values()];
   }
@@ -519,9 +289,18 @@ export class ToolRegistry extends EventEmitter {
     }
   }
 
-  private async tryLoad(file: string): Promise<LoadedTool | undefined> {
+  private async tryLoad(file: string): Promise<{ tool: LoadedTool; host?: ToolHost } | undefined> {
     try {
-      return await loadToolModule(file);
+      return { tool: await loadToolModule(file) };
+    } catch (err) {
+      this.skip(file, err instanceof SkipModule ? err.message : errorMessage(err));
+      return undefined;
+    }
+  }
+
+  private async tryLoadIsolated(file: string): Promise<{ tool: LoadedTool; host: ToolHost } | undefined> {
+    try {
+      return await loadIsolatedTool(file, this.opts.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS, this.logger);
     } catch (err) {
       this.skip(file, err instanceof SkipModule ? err.message : errorMessage(err));
       return undefined;

@@ -53,8 +53,10 @@ export function parseResourceUri(uri: string): { conversationId: string; name: s
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value) as unknown;
-  return proto === Object.prototype || proto === null;
+  const proto = Object.getPrototypeOf(value) as object | null;
+  // Any realm's Object.prototype: a TOOLS_DIR tool's output is rebuilt from its worker thread's message,
+  // which under jest's vm sandbox is not the Object.prototype this module sees.
+  return proto === null || Object.getPrototypeOf(proto) === null;
 }
 
 /** A tool result from negotiate's outcome. */

@@ -9,7 +9,7 @@ import { type Database, openDatabase } from '../../src/db/database';
 import { createLogger } from '../../src/logger';
 import type { Services } from '../../src/services';
 import { wireServices } from '../../src/bootstrap';
-import type { ToolRegistry } from '../../src/core/tool-registry';
+import type { ToolRegistry, ToolRegistryOptions } from '../../src/core/tool-registry';
 import { type TestDatabase, createMigratedDatabase } from './db-server';
 
 export interface TestApp {
@@ -21,12 +21,15 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function createTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function createTestApp(
+  env: Record<string, string> = {},
+  registryOverrides: Pick<ToolRegistryOptions, 'loadTimeoutMs' | 'isolateToolsDir'> = {},
+): Promise<TestApp> {
   const database = await createMigratedDatabase();
   const config: Config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', NODE_ENV: 'test', ...env });
   const logger = createLogger(config.logLevel);
   const db = openDatabase({ client: database.client, poolSize: 5, sharedSession: database.embedded });
-  const { services, registry } = wireServices(config, logger, db, { debounceMs: 50 });
+  const { services, registry } = wireServices(config, logger, db, { debounceMs: 50, ...registryOverrides });
   await registry.load();
   const app = buildApp(services);
   return {

@@ -1,0 +1,75 @@
+/**
+ * The messages between the service (host) and a tool sandbox worker. Every
+ * value crosses by structured clone, so only data travels: the worker never
+ * sees a database handle, the host never runs tool code.
+ *
+ * Load:  worker → host  `loaded` (metadata) or `skipped` (reason), once.
+ * Call:  host → worker  `run`; worker → host any number of `ctx` and `log`,
+ *        each `ctx` answered by a `ctx-reply`; finally worker → host `done`.
+ */
+import type { Level, ToolErrorCode } from '../tool-interface';
+
+/** What the host needs to publish a tool without loading its code. */
+export interface ToolMeta {
+  name: string;
+  version: string;
+  description: string;
+  actions: { name: string; description: string; level: Level; inputSchema: Record<string, unknown> }[];
+}
+
+/** An error as it crosses the boundary: a ToolError keeps its code, anything else only its text. */
+export interface WireError {
+  code?: ToolErrorCode;
+  message: string;
+  /** The worker-side stack of an unexpected error: for the service's log only, never for a response. */
+  stack?: string;
+}
+
+/** The SharedContext methods a worker may call; nothing else is served. */
+export const CTX_METHODS = [
+  'createResource',
+  'getResource',
+  'updateResource',
+  'listResources',
+  'deleteResource',
+] as const;
+export type CtxMethod = (typeof CTX_METHODS)[number];
+
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface RunRequest {
+  type: 'run';
+  id: number;
+  action: string;
+  /** Raw args: the worker parses them with the tool's own zod schema. */
+  args: Record<string, unknown>;
+  conversationId: string;
+  toolName: string;
+  exportDir: string;
+  /** Parse the args and answer with them, running nothing (a dry run). */
+  checkOnly?: boolean;
+}
+
+export interface CtxReply {
+  type: 'ctx-reply';
+  seq: number;
+  ok: boolean;
+  value?: unknown;
+  error?: WireError;
+}
+
+export type HostMessage = RunRequest | CtxReply;
+
+export type WorkerMessage =
+  | { type: 'loaded'; tool: ToolMeta }
+  | { type: 'skipped'; reason: string }
+  | { type: 'ctx'; id: number; seq: number; method: CtxMethod; args: unknown[] }
+  | { type: 'log'; id: number; level: LogLevel; obj: unknown; msg?: string }
+  | { type: 'done'; id: number; ok: true; output: unknown }
+  | { type: 'done'; id: number; ok: false; invalidArgs?: { path: string; message: string }; error?: WireError };
+
+/** What the worker is started with. */
+export interface WorkerInit {
+  file: string;
+}
