@@ -76,8 +76,12 @@ describe('a handler that spins', () => {
     // The worker has written and begun to spin: the service must still answer.
     await waitForFile(join(markerDir, 'half'));
     await request(t.app).get('/healthz').expect(200);
-    await request(t.app).get(`/conversations/${c}/resources`).expect(200);
-    await neg(c, 'sandboxed-tool/context-info').expect(200); // another tool, in its own worker
+    // The embedded database is one session, held by the spinning action's open
+    // transaction until the timeout: there, requests that need it wait (README).
+    if (!t.database.embedded) {
+      await request(t.app).get(`/conversations/${c}/resources`).expect(200);
+      await neg(c, 'sandboxed-tool/context-info').expect(200); // another tool, in its own worker
+    }
     expect(negotiateDone).toBe(false);
 
     const res = await spinning;
