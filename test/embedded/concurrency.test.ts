@@ -15,7 +15,8 @@ import { join } from 'node:path';
 import { type SpawnedServer, startServer } from '../support/spawn-server';
 
 const CLIENTS = 16;
-const ROUNDS = 5;
+/** EMBEDDED_SOAK_ROUNDS=60 makes this a longer soak (about 20 s of load per client on this machine). */
+const ROUNDS = /^\d+$/.test(process.env.EMBEDDED_SOAK_ROUNDS ?? '') ? Number(process.env.EMBEDDED_SOAK_ROUNDS) : 5;
 const NAMES = ['alpha', 'beta', 'gamma'];
 
 interface Stats {
@@ -132,7 +133,11 @@ describe('embedded database under concurrent clients (fresh start)', () => {
     const base = server.url;
     const stats: Stats = { requests: 0, serverErrors: [], foreign: [], unexpected: [] };
     const convs = Array.from({ length: CLIENTS }, (_, i) => `emb-${i}`);
+    const started = Date.now();
     const acked = await Promise.all(convs.map((conv) => client(base, conv, stats)));
+    if (process.env.EMBEDDED_SOAK_ROUNDS) {
+      process.stdout.write(`embedded soak: ${stats.requests} requests in ${Date.now() - started} ms\n`);
+    }
 
     expect(stats.serverErrors).toEqual([]);
     expect(stats.foreign).toEqual([]);
