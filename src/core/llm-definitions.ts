@@ -10,7 +10,7 @@
  * participant) and, when several tools offer the same action, says so, so a
  * model can tell `calculator_add` from `math-service_add`.
  */
-import { VERB_SYNONYMS } from './intent-router';
+import { VERB_SYNONYMS } from './intent-router/match-index';
 import { LEVEL_NAMES } from './permissions';
 import { deniedBy, type TPolicy } from './policy';
 import type { LoadedAction, LoadedTool, ToolSet } from './tool-registry';

@@ -1,14 +1,6 @@
 import fc from 'fast-check';
-import {
-  CONFIDENCE,
-  IntentRouter,
-  boundedDamerau,
-  charMask,
-  mayBeWithin,
-  type DistanceRows,
-  type RouteResult,
-  type RouterEntry,
-} from '../../src/core/intent-router';
+import { CONFIDENCE, IntentRouter, type RouteResult, type RouterEntry } from '../../src/core/intent-router';
+import { boundedDamerau, charMask, mayBeWithin, type DistanceRows } from '../../src/core/intent-router/match-index';
 import { providerName, qualifiedName } from '../../src/core/naming';
 
 /** A richer entry, as the registry passes: the router must hand back this very object. */
