@@ -280,6 +280,16 @@ describe('approximate routing', () => {
       expect(result.suggestions[0]?.confidence).toBeLessThan(0.8);
     }
   });
+
+  it('caps two typos at twoTyposMax even in a name long enough to score above it', () => {
+    // 18 characters: 1 - 2 * 2 / 18 = 0.78 uncapped. A transposition and a deletion.
+    const result = router.route('sumamrize-resurce');
+    if (result.kind !== 'no_tool') throw new Error(`expected no_tool, got ${result.kind}`);
+    expect(result.suggestions[0]).toEqual({
+      action: 'analytics-tool/summarize-resource',
+      confidence: CONFIDENCE.twoTyposMax,
+    });
+  });
 });
 
 describe('below the threshold', () => {
