@@ -81,6 +81,14 @@ export function toKebabCase(input: string): string {
   );
 }
 
+/**
+ * Code-unit order of names, not localeCompare: an order that is part of a
+ * response (sorted candidates, ties) must not depend on the host's locale.
+ */
+export function compareNames(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
 function splitAt(s: string, separator: string, form: QualifiedForm): ParsedQualifiedName | undefined {
   const at = s.indexOf(separator);
   if (at < 0) return undefined;

@@ -1,6 +1,6 @@
 /**
  * The conversation's tools as MCP `tools/list` entries: exactly the `mcp`
- * format of GET /tools/definitions (src/core/llm-definitions.ts), without what
+ * format of GET /tools/definitions (src/core/llm-definitions/), without what
  * the conversation's policy denies. Special actions (`list-tools`,
  * `upgrade:…`) are not actions of any tool, so they never appear.
  */

@@ -1,14 +1,6 @@
 import fc from 'fast-check';
-import {
-  CONFIDENCE,
-  IntentRouter,
-  boundedDamerau,
-  charMask,
-  mayBeWithin,
-  type DistanceRows,
-  type RouteResult,
-  type RouterEntry,
-} from '../../src/core/intent-router';
+import { CONFIDENCE, IntentRouter, type RouteResult, type RouterEntry } from '../../src/core/intent-router';
+import { boundedDamerau, charMask, mayBeWithin, type DistanceRows } from '../../src/core/intent-router/match-index';
 import { providerName, qualifiedName } from '../../src/core/naming';
 
 /** A richer entry, as the registry passes: the router must hand back this very object. */
@@ -287,6 +279,16 @@ describe('approximate routing', () => {
       expect(result.suggestions[0]?.action).toBe(expected);
       expect(result.suggestions[0]?.confidence).toBeLessThan(0.8);
     }
+  });
+
+  it('caps two typos at twoTyposMax even in a name long enough to score above it', () => {
+    // 18 characters: 1 - 2 * 2 / 18 = 0.78 uncapped. A transposition and a deletion.
+    const result = router.route('sumamrize-resurce');
+    if (result.kind !== 'no_tool') throw new Error(`expected no_tool, got ${result.kind}`);
+    expect(result.suggestions[0]).toEqual({
+      action: 'analytics-tool/summarize-resource',
+      confidence: CONFIDENCE.twoTyposMax,
+    });
   });
 });
 

@@ -140,6 +140,11 @@ describe('ranking', () => {
     expect(scores[0]!.score).toBeGreaterThan(scores[2]!.score);
   });
 
+  it('breaks ties by qualified name whatever order the actions come in', () => {
+    const reversed = rankActions(SET, [...SET.actions].reverse(), 'add two numbers');
+    expect(reversed.slice(0, 2).map((r) => r.action.qualifiedName)).toEqual(['alpha/add', 'beta/add']);
+  });
+
   it('matches tool/action and tool_action written in the query', () => {
     expect(ranked('archiver/run-job')[0]).toBe('archiver/run-job');
     expect(ranked('item-store_delete-item')[0]).toBe('item-store/delete-item');
