@@ -12,7 +12,7 @@ import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { Router, type Request, type Response } from 'express';
-import { isValidId } from '../core/resource-names';
+import { ID_RULE, isValidId } from '../core/resource-names';
 import { sendProblem } from '../http/middleware';
 import type { Services } from '../services';
 import { createConversationServer } from './conversation-server';
@@ -147,8 +147,8 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
   async function handle(req: Request, res: Response): Promise<void> {
     const conversationId = req.params.conversationId;
     if (!isValidId(conversationId)) {
-      return sendProblem(res, 'validation_failed', 'conversationId must match ^[A-Za-z0-9:_-]{1,128}$', [
-        { path: 'conversationId', message: 'must match ^[A-Za-z0-9:_-]{1,128}$' },
+      return sendProblem(res, 'validation_failed', `conversationId ${ID_RULE}`, [
+        { path: 'conversationId', message: ID_RULE },
       ]);
     }
     const header = req.headers['mcp-session-id'];

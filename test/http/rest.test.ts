@@ -4,10 +4,10 @@
  */
 import request from 'supertest';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { ID_PATTERN as ID_RE } from '../../src/core/resource-names';
 import { BUNDLED_TOOLS } from '../support/fixtures';
 
 const RESOURCE_MAX_BYTES = 1024;
-const ID_RE = /^[A-Za-z0-9:_-]{1,128}$/;
 const PROVIDER_RE = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 
 let t: TestApp;
