@@ -5,11 +5,8 @@
  * special actions refused), resources, tools/list_changed after a hot
  * reload, and session handling. Waits on events, never on timers.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
@@ -22,6 +19,8 @@ import {
 import request from 'supertest';
 import { closeMcpSessions } from '../../src/mcp/conversation-mcp';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { type ScratchDir, scratchDir } from '../support/scratch-dir';
+import { uniqueId } from '../support/ids';
 import { shoutToolModule } from '../support/fixtures';
 
 const HOT_TOOL = shoutToolModule('mcp-hot-tool', 'Added while MCP clients are connected');
@@ -29,7 +28,7 @@ const HOT_TOOL = shoutToolModule('mcp-hot-tool', 'Added while MCP clients are co
 const PROVIDER_NAME_RE = /^[a-zA-Z0-9_-]{1,64}$/;
 
 let t: TestApp;
-let toolsDir: string;
+let toolsDir: ScratchDir;
 let server: HttpServer;
 let base: string;
 
@@ -42,8 +41,8 @@ interface Connected {
 let open: Connected[] = [];
 
 beforeAll(async () => {
-  toolsDir = mkdtempSync(join(tmpdir(), 'mcp-tools-'));
-  t = await createTestApp({ TOOLS_DIR: toolsDir, TOOLS_HOT_RELOAD: 'true' });
+  toolsDir = scratchDir('mcp-tools');
+  t = await createTestApp({ TOOLS_DIR: toolsDir.path, TOOLS_HOT_RELOAD: 'true' });
   server = t.app.listen(0, '127.0.0.1');
   await new Promise<void>((resolve) => server.once('listening', resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -66,12 +65,8 @@ afterAll(async () => {
     });
   }
   await t?.close();
-  if (toolsDir) rmSync(toolsDir, { recursive: true, force: true });
+  toolsDir?.remove();
 });
-
-function uniqueId(prefix: string): string {
-  return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-}
 
 function mcpUrl(conversationId: string): URL {
   return new URL(`${base}/conversations/${conversationId}/mcp`);
@@ -380,7 +375,7 @@ describe('tools/list_changed', () => {
     await Promise.all([first.sseOpen, second.sseOpen]);
     expect(await toolNames(first.client)).not.toContain('mcp-hot-tool_shout-text');
 
-    writeFileSync(join(toolsDir, 'mcp-hot-tool.js'), HOT_TOOL);
+    toolsDir.write('mcp-hot-tool.js', HOT_TOOL);
     await Promise.all(notified);
     // A write may be seen as several file events; the registry has the tool once any reload saw the file.
     await t.registry.reload();

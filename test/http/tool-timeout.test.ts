@@ -2,11 +2,9 @@
  * A tool that never finishes: the call answers tool_error after
  * TOOL_TIMEOUT_MS, its writes are rolled back, and the service goes on.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import request from 'supertest';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { type ScratchDir, scratchDir } from '../support/scratch-dir';
 
 const STUCK_TOOL = `module.exports = ({ defineTool, defineAction, z }) => defineTool({
   name: 'stuck-tool', version: '1.0.0', description: 'Never finishes',
@@ -20,15 +18,14 @@ const STUCK_TOOL = `module.exports = ({ defineTool, defineAction, z }) => define
 `;
 
 let t: TestApp;
-let toolsDir: string;
+let toolsDir: ScratchDir;
 beforeAll(async () => {
-  toolsDir = mkdtempSync(join(tmpdir(), 'stuck-tools-'));
-  writeFileSync(join(toolsDir, 'stuck-tool.js'), STUCK_TOOL);
-  t = await createTestApp({ TOOLS_DIR: toolsDir, TOOL_TIMEOUT_MS: '300' });
+  toolsDir = scratchDir('stuck-tools', { 'stuck-tool.js': STUCK_TOOL });
+  t = await createTestApp({ TOOLS_DIR: toolsDir.path, TOOL_TIMEOUT_MS: '300' });
 });
 afterAll(async () => {
   await t?.close();
-  rmSync(toolsDir, { recursive: true, force: true });
+  toolsDir?.remove();
 });
 
 it('answers tool_error when a tool does not finish in time', async () => {
