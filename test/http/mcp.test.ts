@@ -40,12 +40,25 @@ interface Connected {
 }
 let open: Connected[] = [];
 
+/** The app on a port of its own: MCP clients speak real HTTP. */
+async function serve(app: TestApp): Promise<{ server: HttpServer; base: string }> {
+  const listening = app.app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => listening.once('listening', resolve));
+  return { server: listening, base: `http://127.0.0.1:${(listening.address() as AddressInfo).port}` };
+}
+
+async function stop(app: TestApp, listening: HttpServer): Promise<void> {
+  await closeMcpSessions(app.services);
+  await new Promise<void>((resolve) => {
+    listening.close(() => resolve());
+    listening.closeAllConnections();
+  });
+}
+
 beforeAll(async () => {
   toolsDir = scratchDir('mcp-tools');
   t = await createTestApp({ TOOLS_DIR: toolsDir.path, TOOLS_HOT_RELOAD: 'true' });
-  server = t.app.listen(0, '127.0.0.1');
-  await new Promise<void>((resolve) => server.once('listening', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  ({ server, base } = await serve(t));
 });
 
 afterEach(async () => {
@@ -57,25 +70,19 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  if (server) {
-    await closeMcpSessions(t.services);
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
-  }
+  if (server) await stop(t, server);
   await t?.close();
   toolsDir?.remove();
 });
 
-function mcpUrl(conversationId: string): URL {
-  return new URL(`${base}/conversations/${conversationId}/mcp`);
+function mcpUrl(conversationId: string, at = base): URL {
+  return new URL(`${at}/conversations/${conversationId}/mcp`);
 }
 
-async function connect(conversationId: string): Promise<Connected> {
+async function connect(conversationId: string, at = base): Promise<Connected> {
   let sseOpened!: () => void;
   const sseOpen = new Promise<void>((resolve) => (sseOpened = resolve));
-  const transport = new StreamableHTTPClientTransport(mcpUrl(conversationId), {
+  const transport = new StreamableHTTPClientTransport(mcpUrl(conversationId, at), {
     // The client opens its GET stream on its own after initialize; this tells the test when it is up.
     fetch: async (url, init) => {
       const res = await fetch(url, init);
@@ -105,8 +112,8 @@ async function toolNames(client: Client): Promise<string[]> {
 }
 
 /** A raw Streamable HTTP request, for what the SDK client would never send. */
-function raw(method: string, conversationId: string, sessionId?: string, body?: unknown): Promise<Response> {
-  return fetch(mcpUrl(conversationId), {
+function raw(method: string, conversationId: string, sessionId?: string, body?: unknown, at = base): Promise<Response> {
+  return fetch(mcpUrl(conversationId, at), {
     method,
     headers: {
       accept: 'application/json, text/event-stream',
@@ -432,26 +439,38 @@ describe('sessions', () => {
 
 // Last: closing the sessions of these services also stops their router from opening new ones.
 describe('shutdown', () => {
+  // On an app of its own: after closeMcpSessions the app accepts no MCP session,
+  // so on the shared one every later test would depend on this one running last.
   it('closeMcpSessions ends every session and its open GET stream', async () => {
-    const id = uniqueId('mcp-shutdown');
-    const a = await connect(id);
-    const b = await connect(uniqueId('mcp-shutdown-b'));
-    await Promise.all([a.sseOpen, b.sseOpen]);
-    const sessionId = a.transport.sessionId!;
+    const own = await createTestApp();
+    const { server: ownServer, base: at } = await serve(own);
+    try {
+      const id = uniqueId('mcp-shutdown');
+      const a = await connect(id, at);
+      const b = await connect(uniqueId('mcp-shutdown-b'), at);
+      await Promise.all([a.sseOpen, b.sseOpen]);
+      const sessionId = a.transport.sessionId!;
 
-    await closeMcpSessions(t.services);
+      await closeMcpSessions(own.services);
 
-    const after = await raw('POST', id, sessionId, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
-    expect(after.status).toBe(404);
-    await after.text();
-    const fresh = await raw('POST', id, undefined, {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'x', version: '1' } },
-    });
-    expect(fresh.status).toBe(503);
-    await fresh.text();
-    expect(t.registry.listenerCount('change')).toBe(1); // only the catalog's
+      const after = await raw('POST', id, sessionId, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, at);
+      expect(after.status).toBe(404);
+      await after.text();
+      const initialize = {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      };
+      const fresh = await raw('POST', id, undefined, initialize, at);
+      expect(fresh.status).toBe(503);
+      await fresh.text();
+      expect(own.registry.listenerCount('change')).toBe(1); // only the catalog's
+      // The shared app is untouched.
+      expect((await connect(uniqueId('mcp-still-open'))).transport.sessionId).toBeDefined();
+    } finally {
+      await stop(own, ownServer);
+      await own.close();
+    }
   });
 });

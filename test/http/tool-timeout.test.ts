@@ -4,6 +4,7 @@
  */
 import request from 'supertest';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { uniqueId } from '../support/ids';
 import { type ScratchDir, scratchDir } from '../support/scratch-dir';
 
 const STUCK_TOOL = `module.exports = ({ defineTool, defineAction, z }) => defineTool({
@@ -30,7 +31,7 @@ afterAll(async () => {
 
 it('answers tool_error when a tool does not finish in time', async () => {
   const res = await request(t.app)
-    .post('/conversations/stuck-1/negotiate')
+    .post(`/conversations/${uniqueId('stuck')}/negotiate`)
     .send({ action: 'stuck-tool/hang' })
     .expect(500);
   expect(res.body).toMatchObject({ success: false, code: 'tool_error' });
@@ -38,14 +39,15 @@ it('answers tool_error when a tool does not finish in time', async () => {
 });
 
 it('rolls back what a timed-out action wrote, and keeps serving', async () => {
-  await request(t.app).put('/conversations/stuck-2/permissions/stuck-tool').send({ level: 2 }).expect(200);
+  const c = uniqueId('stuck');
+  await request(t.app).put(`/conversations/${c}/permissions/stuck-tool`).send({ level: 2 }).expect(200);
   await request(t.app)
-    .post('/conversations/stuck-2/negotiate')
+    .post(`/conversations/${c}/negotiate`)
     .send({ action: 'stuck-tool/write-then-hang', args: { name: 'half' } })
     .expect(500);
-  await request(t.app).get('/conversations/stuck-2/resources/half').expect(404);
+  await request(t.app).get(`/conversations/${c}/resources/half`).expect(404);
   const again = await request(t.app)
-    .post('/conversations/stuck-2/negotiate')
+    .post(`/conversations/${c}/negotiate`)
     .send({ action: 'greet', args: { name: 'after' } })
     .expect(200);
   expect(again.body.output.message).toBe('Hello, after!');
