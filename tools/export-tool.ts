@@ -10,7 +10,14 @@ import { constants, existsSync, type Stats } from 'node:fs';
 import { type FileHandle, lstat, mkdir, open, readdir, rename, unlink } from 'node:fs/promises';
 import { isAbsolute } from 'node:path';
 import { z } from 'zod';
-import { ToolError, ZResourceName, defineAction, defineTool, requireResource } from '../src/core/tool-interface';
+import {
+  ToolError,
+  ZResourceName,
+  defineAction,
+  defineTool,
+  isValidId,
+  requireResource,
+} from '../src/core/tool-interface';
 
 export const EXPORT_FORMATS = ['json', 'csv'] as const;
 export type ExportFormat = (typeof EXPORT_FORMATS)[number];
@@ -78,7 +85,7 @@ export function exportContent(data: unknown, format: ExportFormat): string {
 // ---- Safe writing under the export directory ------------------------------------
 //
 // Each conversation writes under EXPORT_DIR/<conversationId>/ only. Conversation
-// ids match ^[A-Za-z0-9:_-]{1,128}$: never "/", NUL, "." or "..", at most 128
+// ids follow the id rule (isValidId, src/core/resource-names.ts): never "/", NUL, "." or "..", at most 128
 // bytes, so one is always a single, ordinary directory name on Linux (":" too).
 //
 // A check of a path followed by a write to the same path is a race: a directory
@@ -97,7 +104,6 @@ export const EXPORT_MAX_FILES = 1000;
 const NAME_MAX_BYTES = 255;
 /** The content is written to a temporary file first, then renamed over the name. */
 const TEMP_PREFIX = '.export-tmp-';
-const CONVERSATION_DIR = /^[A-Za-z0-9:_-]{1,128}$/;
 const DIR_FLAGS = constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW;
 
 /** The path's segments; refuses anything that could name a file outside the conversation's directory. */
@@ -214,7 +220,7 @@ export async function writeExportFile(
 ): Promise<{ path: string; bytes: number }> {
   const segments = exportPathSegments(path);
   const fileName = segments[segments.length - 1]!;
-  if (!CONVERSATION_DIR.test(conversationId)) throw new Error('conversation id is not a safe directory name');
+  if (!isValidId(conversationId)) throw new Error('conversation id is not a safe directory name');
   // Fail closed where there is no /proc openat equivalent (not Linux).
   if (!existsSync('/proc/self/fd')) throw new Error('write-export needs Linux (/proc/self/fd)');
   await mkdir(exportDir, { recursive: true });

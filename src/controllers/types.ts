@@ -2,9 +2,11 @@
 // tsoa reads only the first JSDoc block of a declaration, and a file header
 // block would be taken as the first type's.)
 
+// The rule is src/core/resource-names.ts; a JSDoc tag cannot import it, so
+// test/unit/id-rule.test.ts checks that the spec's pattern and lengths equal it.
 /**
  * A conversation id or resource name: URL-safe, 1 to 128 of A-Z a-z 0-9 : _ -
- * @pattern ^[A-Za-z0-9:_-]+$
+ * @pattern ^[A-Za-z0-9:_-]{1,128}$
  * @minLength 1
  * @maxLength 128
  */

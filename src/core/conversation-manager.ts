@@ -170,7 +170,14 @@ export class ConversationManager {
     // their errors are reported after the permission decision, as before.
     const parsed = action.parseArgs(req.args ?? {});
     const prefetch = parsed.ok && !req.dryRun ? action.prefetch?.(parsed.value) : undefined;
-    const ctx = await loadDecisionContext(this.deps.pool, conversationId, action.tool, !req.dryRun, prefetch);
+    const ctx = await loadDecisionContext(
+      this.deps.pool,
+      conversationId,
+      action.tool,
+      !req.dryRun,
+      prefetch,
+      this.deps.logger,
+    );
 
     const deny = deniedBy(ctx.policy, action.qualifiedName);
     if (deny) {

@@ -7,10 +7,10 @@ import type { PrismaClient } from '../generated/prisma/client';
 import { Prisma } from '../generated/prisma/client';
 import { AppError } from '../http/problem';
 import { conversationState, type M5State } from './conversation-migration';
-import { readPolicy, type TPolicy } from './policy';
+import { readStoredPolicy, type TPolicy } from './policy';
 import type { Queryable } from './shared-context';
 import { prepared, resourceSql, toResource, type ResourceRow } from './shared-context';
-import type { Resource } from './tool-interface';
+import type { Resource, ToolLogger } from './tool-interface';
 
 export interface ConversationView {
   id: string;
@@ -35,7 +35,8 @@ function toView(row: Row): ConversationView {
   return {
     id: row.id,
     metadata: metadata as Record<string, unknown>,
-    policy: readPolicy(row.policy),
+    // Shown as it applies (unreadable: deny everything); negotiate logs why.
+    policy: readStoredPolicy(row.policy).policy,
     legacyLevel: row.legacyLevel,
     createdAt: row.createdAt.getTime(),
     updatedAt: row.updatedAt.getTime(),
@@ -145,7 +146,9 @@ export interface DecisionContext {
  * conversation: its policy and legacy level and the tool's explicit level,
  * and (`prefetch`) the one resource a read action declared. With `create`, a
  * conversation never seen before is created (one more round trip, once per
- * conversation; it has no resources yet).
+ * conversation; it has no resources yet). A stored policy that cannot be
+ * read comes back as UNREADABLE_POLICY (deny everything), and `logger` is
+ * told why.
  */
 export async function loadDecisionContext(
   db: Queryable,
@@ -153,6 +156,7 @@ export async function loadDecisionContext(
   tool: string,
   create: boolean,
   prefetch?: string,
+  logger?: Pick<ToolLogger, 'warn'>,
 ): Promise<DecisionContext> {
   const first =
     prefetch === undefined
@@ -172,10 +176,12 @@ export async function loadDecisionContext(
     row = (await prepared<DecisionRow>(db, 'decision_create', DECISION_CREATE, [conversationId, tool])).rows[0];
   }
   if (!row) return { exists: false, legacyLevel: null, policy: { deny: [] }, explicitLevel: null };
+  const { policy, problem } = readStoredPolicy(row.policy);
+  if (problem) logger?.warn({ conversationId, problem }, 'stored policy unreadable: denying every action');
   return {
     exists: true,
     legacyLevel: row.legacy_level,
-    policy: readPolicy(row.policy),
+    policy,
     explicitLevel: row.level,
     ...(prefetched ? { prefetched } : {}),
   };

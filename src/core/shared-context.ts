@@ -18,7 +18,7 @@
  */
 import type { Resource, SharedContext } from './tool-interface';
 import { ToolError } from './tool-interface';
-import { isValidId } from './resource-names';
+import { ID_RULE, isValidId } from './resource-names';
 
 /** A pool or a client inside a transaction. */
 export interface Queryable {
@@ -82,7 +82,7 @@ export function encodeData(data: unknown, maxBytes: number): string {
 
 export function assertResourceName(name: unknown): asserts name is string {
   if (!isValidId(name)) {
-    throw new ToolError('invalid_args', 'name: must match ^[A-Za-z0-9:_-]{1,128}$');
+    throw new ToolError('invalid_args', `name: ${ID_RULE}`);
   }
 }
 

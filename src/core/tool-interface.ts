@@ -14,6 +14,7 @@
  * receives this module (so it needs no node_modules of its own).
  */
 import { z } from 'zod';
+import { ID_PATTERN, ID_PREFIX_PATTERN, ID_PREFIX_RULE, ID_RULE } from './resource-names';
 
 /** 1 read, 2 write, 3 execute. */
 export type Level = 1 | 2 | 3;
@@ -194,12 +195,12 @@ export const sdk: ToolSdk = { z, defineTool, defineAction, BaseTool, ToolError }
 
 // ---- Helpers shared by resource tools --------------------------------------
 
-/** Resource names as the API defines them: URL-safe, so they fit in a path segment. */
-export const RESOURCE_NAME_PATTERN = /^[A-Za-z0-9:_-]{1,128}$/;
+/** Resource names as the API defines them (resource-names.ts), for tools that check names themselves. */
+export { ID_PATTERN as RESOURCE_NAME_PATTERN, isValidId } from './resource-names';
 
 export const ZResourceName = z
   .string()
-  .regex(RESOURCE_NAME_PATTERN, 'must be 1-128 characters of A-Z, a-z, 0-9, ":", "_" or "-"')
+  .regex(ID_PATTERN, ID_RULE)
   .describe('Resource name in the conversation shared context');
 
 /** The resource, or the `resource_not_found` error every tool reports the same way. */
@@ -212,5 +213,5 @@ export async function requireResource(shared: SharedContext, name: string): Prom
 /** A resource-name prefix filter: the name alphabet, possibly empty. */
 export const ZResourcePrefix = z
   .string()
-  .regex(/^[A-Za-z0-9:_-]{0,128}$/, 'must be at most 128 characters of A-Z, a-z, 0-9, ":", "_" or "-"')
+  .regex(ID_PREFIX_PATTERN, ID_PREFIX_RULE)
   .describe('Only resources whose name starts with this prefix');

@@ -9,7 +9,7 @@
  */
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { Router, type Request, type Response } from 'express';
-import { isValidId } from '../core/resource-names';
+import { ID_RULE, isValidId } from '../core/resource-names';
 import { sendProblem } from '../http/middleware';
 import type { Services } from '../services';
 import { createMcpSessions, type McpSessionOptions } from './sessions';
@@ -45,8 +45,8 @@ export function mcpRouter(services: Services, options: McpSessionOptions = {}): 
   async function handle(req: Request, res: Response): Promise<void> {
     const conversationId = req.params.conversationId;
     if (!isValidId(conversationId)) {
-      return sendProblem(res, 'validation_failed', 'conversationId must match ^[A-Za-z0-9:_-]{1,128}$', [
-        { path: 'conversationId', message: 'must match ^[A-Za-z0-9:_-]{1,128}$' },
+      return sendProblem(res, 'validation_failed', `conversationId ${ID_RULE}`, [
+        { path: 'conversationId', message: ID_RULE },
       ]);
     }
     const header = req.headers['mcp-session-id'];

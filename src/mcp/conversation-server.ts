@@ -112,7 +112,7 @@ export function createConversationServer(services: Services, conversationId: str
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     try {
       const set = catalog.snapshot().set;
-      const { policy } = await loadDecisionContext(db.pool, conversationId, '', false);
+      const { policy } = await loadDecisionContext(db.pool, conversationId, '', false, undefined, log);
       return { tools: mcpToolDefinitions(set, policy) };
     } catch (err) {
       throw internal(err, 'tools/list');

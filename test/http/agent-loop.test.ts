@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import request from 'supertest';
 import { type Transcript, runAgentLoop } from '../../examples/agent-loop';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { uniqueId } from '../support/ids';
 
 const transcript = JSON.parse(
   readFileSync(join(__dirname, '../../examples/transcripts/pipeline.json'), 'utf8'),
@@ -35,12 +36,6 @@ afterAll(async () => {
   await t?.close();
 });
 
-let seq = 0;
-function cid(): string {
-  seq += 1;
-  return `agent-${Date.now().toString(36)}-${seq}-${Math.random().toString(36).slice(2, 8)}`;
-}
-
 afterEach(() => jest.restoreAllMocks());
 
 describe('examples/agent-loop.ts with the pipeline transcript', () => {
@@ -56,7 +51,7 @@ describe('examples/agent-loop.ts with the pipeline transcript', () => {
 
   it('runs end to end: refused write, owner approval, retry, and the right results', async () => {
     const fetchSpy = jest.spyOn(globalThis, 'fetch');
-    const conversationId = cid();
+    const conversationId = uniqueId('agent');
     const lines: string[] = [];
     const { messages, toolResults, approvals } = await runAgentLoop({
       baseUrl,
@@ -130,7 +125,7 @@ describe('examples/agent-loop.ts with the pipeline transcript', () => {
   });
 
   it('never sends a call to a tool that was not offered', async () => {
-    const conversationId = cid();
+    const conversationId = uniqueId('agent');
     const invented: Transcript = {
       user: 'Drop everything',
       turns: [{ tool_calls: [{ name: 'data-tool_drop-everything', arguments: {} }] }],
@@ -143,7 +138,7 @@ describe('examples/agent-loop.ts with the pipeline transcript', () => {
   });
 
   it('when the owner declines, the model sees the refusal and nothing is written', async () => {
-    const conversationId = cid();
+    const conversationId = uniqueId('agent');
     const createOnly: Transcript = {
       user: 'Store [1]',
       turns: [{ tool_calls: [{ name: 'data-tool_create-resource', arguments: { name: 'one', data: [1] } }] }],

@@ -3,11 +3,10 @@
  * resource, conditional REST writes, first use of a conversation by many
  * requests at once, and an action whose writes must commit together.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import request from 'supertest';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { type ScratchDir, scratchDir } from '../support/scratch-dir';
+import { uniqueId } from '../support/ids';
 
 /** Creates two resources, then fails: neither write may survive. */
 const PAIR_TOOL = `module.exports = ({ defineTool, defineAction, z }) => defineTool({
@@ -49,24 +48,17 @@ const PAIR_TOOL = `module.exports = ({ defineTool, defineAction, z }) => defineT
 `;
 
 let t: TestApp;
-let toolsDir: string;
+let toolsDir: ScratchDir;
 
 beforeAll(async () => {
-  toolsDir = mkdtempSync(join(tmpdir(), 'concurrency-tools-'));
-  writeFileSync(join(toolsDir, 'pair-tool.js'), PAIR_TOOL);
-  t = await createTestApp({ TOOLS_DIR: toolsDir, TOOLS_HOT_RELOAD: 'false' });
+  toolsDir = scratchDir('concurrency-tools', { 'pair-tool.js': PAIR_TOOL });
+  t = await createTestApp({ TOOLS_DIR: toolsDir.path, TOOLS_HOT_RELOAD: 'false' });
 });
 
 afterAll(async () => {
   await t?.close();
-  if (toolsDir) rmSync(toolsDir, { recursive: true, force: true });
+  toolsDir?.remove();
 });
-
-let seq = 0;
-function cid(prefix = 'race'): string {
-  seq += 1;
-  return `${prefix}-${Date.now().toString(36)}-${seq}-${Math.random().toString(36).slice(2, 8)}`;
-}
 
 type Body = Record<string, unknown>;
 
@@ -91,7 +83,7 @@ function countBy<T>(items: T[], key: (item: T) => string): Record<string, number
 
 describe('negotiate races', () => {
   it('twenty concurrent creates of one name: exactly one 200, nineteen 409 resource_exists', async () => {
-    const c = cid();
+    const c = uniqueId('race');
     await setLevel(c, 'data-tool', 2);
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
@@ -108,7 +100,7 @@ describe('negotiate races', () => {
   });
 
   it('thirty concurrent updates of one resource: thirty 200s with versions 2..31, final version 31', async () => {
-    const c = cid();
+    const c = uniqueId('race');
     await setLevel(c, 'data-tool', 2);
     expect((await neg(c, { action: 'create-resource', args: { name: 'counter', data: { writer: -1 } } })).status).toBe(
       200,
@@ -131,14 +123,14 @@ describe('negotiate races', () => {
   });
 
   it('twenty concurrent first uses of one new conversation all succeed', async () => {
-    const c = cid('first');
+    const c = uniqueId('first');
     const results = await Promise.all(Array.from({ length: 20 }, () => neg(c, { action: 'greet' })));
     expect(results.map((r) => r.status)).toEqual(Array.from({ length: 20 }, () => 200));
     expect((await request(t.app).get(`/conversations/${c}`)).status).toBe(200);
   });
 
   it('concurrent upgrades of one tool: every one answers 200 and the history keeps them all', async () => {
-    const c = cid('up');
+    const c = uniqueId('up');
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) => neg(c, { action: `upgrade:data-tool:level-${(i % 3) + 1}` })),
     );
@@ -156,7 +148,7 @@ describe('negotiate races', () => {
 
 describe('REST races', () => {
   it('twenty concurrent PUT with If-None-Match: * of one name: one 201, nineteen 412', async () => {
-    const c = cid();
+    const c = uniqueId('race');
     expect((await request(t.app).post('/conversations').send({ id: c })).status).toBe(201);
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
@@ -174,7 +166,7 @@ describe('REST races', () => {
   });
 
   it('twenty concurrent PUT with If-None-Match: * on a new conversation: one 201, nineteen 412', async () => {
-    const c = cid('first');
+    const c = uniqueId('first');
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
         request(t.app).put(resUrl(c, 'only-once')).set('If-None-Match', '*').send({ data: i }),
@@ -184,7 +176,7 @@ describe('REST races', () => {
   });
 
   it('ten concurrent PUT with the same If-Match: one 200, nine 412', async () => {
-    const c = cid();
+    const c = uniqueId('race');
     await request(t.app).put(resUrl(c, 'doc')).send({ data: 'v1' }).expect(201);
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>
@@ -201,7 +193,7 @@ describe('REST races', () => {
   });
 
   it('thirty concurrent unconditional PUTs of one resource: distinct versions 2..31', async () => {
-    const c = cid();
+    const c = uniqueId('race');
     await request(t.app).put(resUrl(c, 'doc')).send({ data: 0 }).expect(201);
     const results = await Promise.all(
       Array.from({ length: 30 }, (_, i) =>
@@ -220,7 +212,7 @@ describe('REST races', () => {
 
 describe('atomicity: one action commits all its writes or none', () => {
   it('a tool that creates two resources and then throws leaves neither', async () => {
-    const c = cid('atomic');
+    const c = uniqueId('atomic');
     await setLevel(c, 'pair-tool', 2);
     const res = await neg(c, { action: 'create-pair-then-throw', args: { prefix: 'p' } });
     expect(res.status).toBe(500);
@@ -232,7 +224,7 @@ describe('atomicity: one action commits all its writes or none', () => {
   });
 
   it('a tool whose third write fails with resource_exists keeps neither the create nor the update', async () => {
-    const c = cid('atomic');
+    const c = uniqueId('atomic');
     await setLevel(c, 'pair-tool', 2);
     await request(t.app).put(resUrl(c, 'existing')).send({ data: 'original' }).expect(201);
     const res = await neg(c, { action: 'create-pair-then-collide', args: { prefix: 'q', existing: 'existing' } });
@@ -247,7 +239,7 @@ describe('atomicity: one action commits all its writes or none', () => {
   });
 
   it('the same writes commit together when the action succeeds', async () => {
-    const c = cid('atomic');
+    const c = uniqueId('atomic');
     await setLevel(c, 'pair-tool', 2);
     const res = await neg(c, { action: 'create-pair', args: { prefix: 'r' } });
     expect(res.status).toBe(200);
@@ -259,7 +251,7 @@ describe('atomicity: one action commits all its writes or none', () => {
   });
 
   it('concurrent failing actions leave nothing behind and do not block successful ones', async () => {
-    const c = cid('atomic');
+    const c = uniqueId('atomic');
     await setLevel(c, 'pair-tool', 2);
     const results = await Promise.all(
       Array.from({ length: 10 }, (_, i) =>

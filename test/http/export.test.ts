@@ -3,39 +3,34 @@
  * directory under EXPORT_DIR, bad names are 400 invalid_args (never 500), and
  * a planted link is refused with nothing written outside.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import request from 'supertest';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { uniqueId } from '../support/ids';
+import { type ScratchDir, scratchDir } from '../support/scratch-dir';
 
 let t: TestApp;
-let work: string;
+let work: ScratchDir;
 let exportDir: string;
 
 beforeAll(async () => {
-  work = mkdtempSync(join(tmpdir(), 'export-http-'));
-  exportDir = join(work, 'exports');
+  work = scratchDir('export-http');
+  exportDir = work.file('exports');
   t = await createTestApp({ EXPORT_DIR: exportDir });
 });
 
 afterAll(async () => {
   await t?.close();
-  if (work) rmSync(work, { recursive: true, force: true });
+  work?.remove();
 });
-
-let seq = 0;
-function cid(): string {
-  seq += 1;
-  return `exp:${Date.now().toString(36)}-${seq}-${Math.random().toString(36).slice(2, 8)}`;
-}
 
 function neg(conversationId: string, body: Record<string, unknown>): request.Test {
   return request(t.app).post(`/conversations/${conversationId}/negotiate`).send(body);
 }
 
 async function conversationWith(data: unknown): Promise<string> {
-  const c = cid();
+  const c = uniqueId('exp:');
   await request(t.app).put(`/conversations/${c}/resources/doc`).send({ data }).expect(201);
   expect((await neg(c, { action: 'upgrade:export-tool:level-3' })).status).toBe(200);
   return c;
@@ -73,7 +68,7 @@ it.each([
 
 it("a link planted as the conversation's directory: 400 invalid_args, nothing written outside", async () => {
   const c = await conversationWith([1]);
-  const outside = mkdtempSync(join(work, 'outside-'));
+  const outside = mkdtempSync(work.file('outside-'));
   mkdirSync(exportDir, { recursive: true });
   symlinkSync(outside, join(exportDir, c));
 

@@ -13,18 +13,17 @@ import { buildApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { MAX_JSON_DEPTH } from '../../src/http/input-checks';
 import { applyHttpTimeouts } from '../../src/http/server-timeouts';
-import { close, listen, rawRequest, waitFor } from '../support/raw-http';
+import { waitFor } from '../support/poll';
+import { close, listen, rawRequest } from '../support/raw-http';
 import { serverUrl } from '../support/db-server';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { uniqueId } from '../support/ids';
 
 let t: TestApp;
 beforeAll(async () => {
   t = await createTestApp();
 });
 afterAll(async () => t?.close());
-
-let n = 0;
-const convId = (): string => `hostile-${process.pid}-${++n}`;
 
 /** A JSON text nested `levels` deep, counting the outer object as level 1: `{"data":[[...]]}`. */
 const nestedData = (levels: number): string => `{"data":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
@@ -46,18 +45,53 @@ function expectProblem(res: request.Response | { status: number; text: string },
 describe('input the database cannot store is a 400 validation_failed', () => {
   // Every row has four entries: jest takes a fourth parameter the row lacks for a done callback.
   const cases: Array<[string, 'post' | 'put' | 'get', () => string, string | undefined]> = [
-    ['NUL in resource data', 'put', () => `/conversations/${convId()}/resources/doc`, '{"data":"a\\u0000b"}'],
-    ['NUL in an object key', 'put', () => `/conversations/${convId()}/resources/doc`, '{"data":{"k\\u0000":1}}'],
+    [
+      'NUL in resource data',
+      'put',
+      () => `/conversations/${uniqueId('hostile')}/resources/doc`,
+      '{"data":"a\\u0000b"}',
+    ],
+    [
+      'NUL in an object key',
+      'put',
+      () => `/conversations/${uniqueId('hostile')}/resources/doc`,
+      '{"data":{"k\\u0000":1}}',
+    ],
     ['NUL in conversation metadata', 'post', () => '/conversations', '{"metadata":{"note":"\\u0000"}}'],
-    ['NUL in a prefix query value', 'get', () => `/conversations/${convId()}/resources?prefix=a%00`, undefined],
-    ['NUL in a createdBy query value', 'get', () => `/conversations/${convId()}/resources?createdBy=%00`, undefined],
+    [
+      'NUL in a prefix query value',
+      'get',
+      () => `/conversations/${uniqueId('hostile')}/resources?prefix=a%00`,
+      undefined,
+    ],
+    [
+      'NUL in a createdBy query value',
+      'get',
+      () => `/conversations/${uniqueId('hostile')}/resources?createdBy=%00`,
+      undefined,
+    ],
     ['NUL in a tool name', 'get', () => '/tools/data%00tool', undefined],
-    ['NUL in the negotiate action', 'post', () => `/conversations/${convId()}/negotiate`, '{"action":"list\\u0000"}'],
-    ['a lone surrogate in resource data', 'put', () => `/conversations/${convId()}/resources/d`, '{"data":"\\ud800"}'],
+    [
+      'NUL in the negotiate action',
+      'post',
+      () => `/conversations/${uniqueId('hostile')}/negotiate`,
+      '{"action":"list\\u0000"}',
+    ],
+    [
+      'a lone surrogate in resource data',
+      'put',
+      () => `/conversations/${uniqueId('hostile')}/resources/d`,
+      '{"data":"\\ud800"}',
+    ],
     ['a lone surrogate in metadata', 'post', () => '/conversations', '{"metadata":{"x":["\\udc00"]}}'],
     ['a lone surrogate in a key', 'post', () => '/conversations', '{"metadata":{"\\ud800":1}}'],
-    ['JSON nested deeper than 64 levels', 'put', () => `/conversations/${convId()}/resources/d`, nestedData(65)],
-    ['JSON nested 10,000 levels', 'put', () => `/conversations/${convId()}/resources/d`, nestedData(10000)],
+    [
+      'JSON nested deeper than 64 levels',
+      'put',
+      () => `/conversations/${uniqueId('hostile')}/resources/d`,
+      nestedData(65),
+    ],
+    ['JSON nested 10,000 levels', 'put', () => `/conversations/${uniqueId('hostile')}/resources/d`, nestedData(10000)],
     ['a __proto__ key in metadata', 'post', () => '/conversations', '{"metadata":{"__proto__":null}}'],
     ['a nested __proto__ key', 'post', () => '/conversations', '{"metadata":{"a":{"__proto__":{"x":1}}}}'],
     ['% in the path', 'get', () => '/conversations/%', undefined],
@@ -72,7 +106,7 @@ describe('input the database cannot store is a 400 validation_failed', () => {
   });
 
   it('stores nothing when refused', async () => {
-    const id = convId();
+    const id = uniqueId('hostile');
     await send('post', '/conversations', `{"id":"${id}","metadata":{"__proto__":null}}`).expect(400);
     await request(t.app).get(`/conversations/${id}`).expect(404);
     await send('put', `/conversations/${id}/resources/doc`, '{"data":"\\u0000"}').expect(400);
@@ -80,7 +114,7 @@ describe('input the database cannot store is a 400 validation_failed', () => {
   });
 
   it('accepts 64 levels, astral characters (surrogate pairs) and a __proto__ text value', async () => {
-    const id = convId();
+    const id = uniqueId('hostile');
     await send('put', `/conversations/${id}/resources/deep`, nestedData(MAX_JSON_DEPTH)).expect(201);
     const res = await send(
       'put',
@@ -95,7 +129,7 @@ describe('input the database cannot store is a 400 validation_failed', () => {
     for (const args of ['{"name":"x","data":"\\u0000"}', `{"name":"x","data":${nestedData(100).slice(8, -1)}}`]) {
       const res = await send(
         'post',
-        `/conversations/${convId()}/negotiate`,
+        `/conversations/${uniqueId('hostile')}/negotiate`,
         `{"action":"create-resource","args":${args}}`,
       );
       expect(res.status).toBe(400);
@@ -162,7 +196,7 @@ describe('a known path with an unsupported method', () => {
 
 describe('If-Match', () => {
   async function resourceAtVersion2(): Promise<string> {
-    const path = `/conversations/${convId()}/resources/doc`;
+    const path = `/conversations/${uniqueId('hostile')}/resources/doc`;
     await send('put', path, '{"data":1}').expect(201);
     await send('put', path, '{"data":2}').expect(200);
     return path;
@@ -212,7 +246,7 @@ describe('If-Match', () => {
 
 // Needs two sessions: the embedded database has one, where this race cannot happen.
 (serverUrl() ? it : it.skip)('a resource PUT racing the deletion of its conversation is 404 not_found', async () => {
-  const id = convId();
+  const id = uniqueId('hostile');
   await request(t.app).post('/conversations').send({ id }).expect(201);
   const deleter = new Client(t.database.client);
   await deleter.connect();
@@ -223,12 +257,12 @@ describe('If-Match', () => {
     await deleter.query('BEGIN');
     await deleter.query('SELECT 1 FROM conversations WHERE id = $1 FOR UPDATE', [id]);
     const put = send('put', `/conversations/${id}/resources/doc`, '{"data":1}').then((r) => r);
-    await waitFor(async () => {
+    await waitFor('the PUT to wait for the conversation row', async () => {
       const { rows } = await deleter.query(
         `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
       );
       return rows.length > 0;
-    }, 'the PUT to wait for the conversation row');
+    });
     await deleter.query('DELETE FROM conversations WHERE id = $1', [id]);
     await deleter.query('COMMIT');
     expectProblem(await put, 404, 'not_found');
@@ -253,7 +287,7 @@ it('a client that aborts mid-body is logged at debug, with no error line and no 
     );
     await arrived;
     socket.destroy();
-    await waitFor(() => lines.some((l) => l.msg === 'client aborted the request body'), 'the abort to be logged');
+    await waitFor('the abort to be logged', () => lines.some((l) => l.msg === 'client aborted the request body'));
     expect(lines.filter((l) => l.level >= 50)).toEqual([]);
     expect(lines.filter((l) => l.status !== undefined && l.status >= 500)).toEqual([]);
     expect(lines.find((l) => l.msg === 'client aborted the request body')!.level).toBe(20);
@@ -276,7 +310,7 @@ it('a client that sends its headers slowly is answered 408 and cut off (HTTP_HEA
   try {
     let done = false;
     void closed.then(() => (done = true));
-    await waitFor(() => done, 'the server to close the slow connection');
+    await waitFor('the server to close the slow connection', () => done);
     expect(received).toMatch(/^HTTP\/1\.1 408 /);
   } finally {
     clearInterval(trickle);

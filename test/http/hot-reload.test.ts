@@ -4,27 +4,27 @@
  * action no longer routes. Waits on the registry's 'change' event, never on
  * a timer.
  */
-import { mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { unlinkSync, writeFileSync } from 'node:fs';
 import request from 'supertest';
 import type { ToolSet } from '../../src/core/tool-registry';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { uniqueId } from '../support/ids';
+import { type ScratchDir, scratchDir } from '../support/scratch-dir';
 import { shoutToolModule } from '../support/fixtures';
 
 const HOT_TOOL = shoutToolModule('hot-tool', 'Added while the service runs');
 
 let t: TestApp;
-let toolsDir: string;
+let toolsDir: ScratchDir;
 
 beforeAll(async () => {
-  toolsDir = mkdtempSync(join(tmpdir(), 'hot-reload-tools-'));
-  t = await createTestApp({ TOOLS_DIR: toolsDir, TOOLS_HOT_RELOAD: 'true' });
+  toolsDir = scratchDir('hot-reload-tools');
+  t = await createTestApp({ TOOLS_DIR: toolsDir.path, TOOLS_HOT_RELOAD: 'true' });
 });
 
 afterAll(async () => {
   await t?.close();
-  if (toolsDir) rmSync(toolsDir, { recursive: true, force: true });
+  toolsDir?.remove();
 });
 
 /**
@@ -53,8 +53,8 @@ function neg(conversationId: string, body: Record<string, unknown>): request.Tes
 }
 
 it('a tool file added, then removed, appears and disappears without a restart', async () => {
-  const file = join(toolsDir, 'hot-tool.js');
-  const c = `hot-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+  const file = toolsDir.file('hot-tool.js');
+  const c = uniqueId('hot');
 
   expect(await toolNames()).not.toContain('hot-tool');
   const before = await neg(c, { action: 'shout-text', args: { text: 'hi' } });

@@ -3,11 +3,10 @@
  * interop"), as a host handing tools to a model sees them: the bundled tools
  * plus a TOOLS_DIR tool whose name and action are at the 31-character limit.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import request from 'supertest';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { type ScratchDir, scratchDir } from '../support/scratch-dir';
+import { uniqueId } from '../support/ids';
 
 /** What OpenAI, Anthropic and MCP clients accept as a tool name. */
 const PROVIDER_NAME_RE = /^[a-zA-Z0-9_-]{1,64}$/;
@@ -28,17 +27,16 @@ const LONG_TOOL_MODULE = `module.exports = ({ defineTool, defineAction, z }) => 
 `;
 
 let t: TestApp;
-let toolsDir: string;
+let toolsDir: ScratchDir;
 
 beforeAll(async () => {
-  toolsDir = mkdtempSync(join(tmpdir(), 'llm-definitions-tools-'));
-  writeFileSync(join(toolsDir, 'long-names.js'), LONG_TOOL_MODULE);
-  t = await createTestApp({ TOOLS_DIR: toolsDir, TOOLS_HOT_RELOAD: 'false' });
+  toolsDir = scratchDir('llm-definitions-tools', { 'long-names.js': LONG_TOOL_MODULE });
+  t = await createTestApp({ TOOLS_DIR: toolsDir.path, TOOLS_HOT_RELOAD: 'false' });
 });
 
 afterAll(async () => {
   await t?.close();
-  if (toolsDir) rmSync(toolsDir, { recursive: true, force: true });
+  toolsDir?.remove();
 });
 
 // ---- helpers -------------------------------------------------------------------
@@ -63,12 +61,6 @@ interface ActionInfo {
   providerName: string;
   level: number;
   inputSchema: JsonSchema;
-}
-
-let seq = 0;
-function cid(prefix = 'llm'): string {
-  seq += 1;
-  return `${prefix}-${Date.now().toString(36)}-${seq}-${Math.random().toString(36).slice(2, 8)}`;
 }
 
 function expectProblem(res: request.Response, status: number, code: string): void {
@@ -111,7 +103,7 @@ async function names(params: Record<string, string | number>): Promise<string[]>
 }
 
 async function createConversation(policy: { deny: string[] }): Promise<string> {
-  const id = cid();
+  const id = uniqueId('llm');
   await request(t.app).post('/conversations').send({ id, policy }).expect(201);
   return id;
 }
@@ -335,7 +327,7 @@ describe('conversationId', () => {
     expectProblem(
       await request(t.app)
         .get('/tools/definitions')
-        .query({ conversationId: cid('nope') }),
+        .query({ conversationId: uniqueId('nope') }),
       404,
       'not_found',
     );
@@ -398,7 +390,7 @@ describe('GET /tools/prompt', () => {
     expectProblem(
       await request(t.app)
         .get('/tools/prompt')
-        .query({ conversationId: cid('nope') }),
+        .query({ conversationId: uniqueId('nope') }),
       404,
       'not_found',
     );

@@ -5,11 +5,8 @@
  * special actions refused), resources, tools/list_changed after a hot
  * reload, and session handling. Waits on events, never on timers.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
@@ -22,6 +19,8 @@ import {
 import request from 'supertest';
 import { closeMcpSessions } from '../../src/mcp/conversation-mcp';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { type ScratchDir, scratchDir } from '../support/scratch-dir';
+import { uniqueId } from '../support/ids';
 import { shoutToolModule } from '../support/fixtures';
 
 const HOT_TOOL = shoutToolModule('mcp-hot-tool', 'Added while MCP clients are connected');
@@ -29,7 +28,7 @@ const HOT_TOOL = shoutToolModule('mcp-hot-tool', 'Added while MCP clients are co
 const PROVIDER_NAME_RE = /^[a-zA-Z0-9_-]{1,64}$/;
 
 let t: TestApp;
-let toolsDir: string;
+let toolsDir: ScratchDir;
 let server: HttpServer;
 let base: string;
 
@@ -41,12 +40,25 @@ interface Connected {
 }
 let open: Connected[] = [];
 
+/** The app on a port of its own: MCP clients speak real HTTP. */
+async function serve(app: TestApp): Promise<{ server: HttpServer; base: string }> {
+  const listening = app.app.listen(0, '127.0.0.1');
+  await new Promise<void>((resolve) => listening.once('listening', resolve));
+  return { server: listening, base: `http://127.0.0.1:${(listening.address() as AddressInfo).port}` };
+}
+
+async function stop(app: TestApp, listening: HttpServer): Promise<void> {
+  await closeMcpSessions(app.services);
+  await new Promise<void>((resolve) => {
+    listening.close(() => resolve());
+    listening.closeAllConnections();
+  });
+}
+
 beforeAll(async () => {
-  toolsDir = mkdtempSync(join(tmpdir(), 'mcp-tools-'));
-  t = await createTestApp({ TOOLS_DIR: toolsDir, TOOLS_HOT_RELOAD: 'true' });
-  server = t.app.listen(0, '127.0.0.1');
-  await new Promise<void>((resolve) => server.once('listening', resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  toolsDir = scratchDir('mcp-tools');
+  t = await createTestApp({ TOOLS_DIR: toolsDir.path, TOOLS_HOT_RELOAD: 'true' });
+  ({ server, base } = await serve(t));
 });
 
 afterEach(async () => {
@@ -58,29 +70,19 @@ afterEach(async () => {
 });
 
 afterAll(async () => {
-  if (server) {
-    await closeMcpSessions(t.services);
-    await new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    });
-  }
+  if (server) await stop(t, server);
   await t?.close();
-  if (toolsDir) rmSync(toolsDir, { recursive: true, force: true });
+  toolsDir?.remove();
 });
 
-function uniqueId(prefix: string): string {
-  return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
+function mcpUrl(conversationId: string, at = base): URL {
+  return new URL(`${at}/conversations/${conversationId}/mcp`);
 }
 
-function mcpUrl(conversationId: string): URL {
-  return new URL(`${base}/conversations/${conversationId}/mcp`);
-}
-
-async function connect(conversationId: string): Promise<Connected> {
+async function connect(conversationId: string, at = base): Promise<Connected> {
   let sseOpened!: () => void;
   const sseOpen = new Promise<void>((resolve) => (sseOpened = resolve));
-  const transport = new StreamableHTTPClientTransport(mcpUrl(conversationId), {
+  const transport = new StreamableHTTPClientTransport(mcpUrl(conversationId, at), {
     // The client opens its GET stream on its own after initialize; this tells the test when it is up.
     fetch: async (url, init) => {
       const res = await fetch(url, init);
@@ -110,8 +112,8 @@ async function toolNames(client: Client): Promise<string[]> {
 }
 
 /** A raw Streamable HTTP request, for what the SDK client would never send. */
-function raw(method: string, conversationId: string, sessionId?: string, body?: unknown): Promise<Response> {
-  return fetch(mcpUrl(conversationId), {
+function raw(method: string, conversationId: string, sessionId?: string, body?: unknown, at = base): Promise<Response> {
+  return fetch(mcpUrl(conversationId, at), {
     method,
     headers: {
       accept: 'application/json, text/event-stream',
@@ -380,7 +382,7 @@ describe('tools/list_changed', () => {
     await Promise.all([first.sseOpen, second.sseOpen]);
     expect(await toolNames(first.client)).not.toContain('mcp-hot-tool_shout-text');
 
-    writeFileSync(join(toolsDir, 'mcp-hot-tool.js'), HOT_TOOL);
+    toolsDir.write('mcp-hot-tool.js', HOT_TOOL);
     await Promise.all(notified);
     // A write may be seen as several file events; the registry has the tool once any reload saw the file.
     await t.registry.reload();
@@ -437,26 +439,38 @@ describe('sessions', () => {
 
 // Last: closing the sessions of these services also stops their router from opening new ones.
 describe('shutdown', () => {
+  // On an app of its own: after closeMcpSessions the app accepts no MCP session,
+  // so on the shared one every later test would depend on this one running last.
   it('closeMcpSessions ends every session and its open GET stream', async () => {
-    const id = uniqueId('mcp-shutdown');
-    const a = await connect(id);
-    const b = await connect(uniqueId('mcp-shutdown-b'));
-    await Promise.all([a.sseOpen, b.sseOpen]);
-    const sessionId = a.transport.sessionId!;
+    const own = await createTestApp();
+    const { server: ownServer, base: at } = await serve(own);
+    try {
+      const id = uniqueId('mcp-shutdown');
+      const a = await connect(id, at);
+      const b = await connect(uniqueId('mcp-shutdown-b'), at);
+      await Promise.all([a.sseOpen, b.sseOpen]);
+      const sessionId = a.transport.sessionId!;
 
-    await closeMcpSessions(t.services);
+      await closeMcpSessions(own.services);
 
-    const after = await raw('POST', id, sessionId, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
-    expect(after.status).toBe(404);
-    await after.text();
-    const fresh = await raw('POST', id, undefined, {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'initialize',
-      params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'x', version: '1' } },
-    });
-    expect(fresh.status).toBe(503);
-    await fresh.text();
-    expect(t.registry.listenerCount('change')).toBe(1); // only the catalog's
+      const after = await raw('POST', id, sessionId, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, at);
+      expect(after.status).toBe(404);
+      await after.text();
+      const initialize = {
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'x', version: '1' } },
+      };
+      const fresh = await raw('POST', id, undefined, initialize, at);
+      expect(fresh.status).toBe(503);
+      await fresh.text();
+      expect(own.registry.listenerCount('change')).toBe(1); // only the catalog's
+      // The shared app is untouched.
+      expect((await connect(uniqueId('mcp-still-open'))).transport.sessionId).toBeDefined();
+    } finally {
+      await stop(own, ownServer);
+      await own.close();
+    }
   });
 });

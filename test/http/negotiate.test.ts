@@ -4,11 +4,10 @@
  * table, then routing, alignment, dryRun, the special actions, first-use
  * conversations and third-party tools from TOOLS_DIR.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import request from 'supertest';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { type ScratchDir, scratchDir } from '../support/scratch-dir';
+import { uniqueId } from '../support/ids';
 import { BUNDLED_TOOLS } from '../support/fixtures';
 
 const RESOURCE_MAX_BYTES = 1024;
@@ -28,35 +27,31 @@ const BROKEN_TOOL = `module.exports = ({ defineTool, defineAction, z }) => defin
 `;
 
 let t: TestApp;
-let toolsDir: string;
-let exportDir: string;
+let toolsDir: ScratchDir;
+let exportDir: ScratchDir;
 
 beforeAll(async () => {
-  toolsDir = mkdtempSync(join(tmpdir(), 'negotiate-tools-'));
-  writeFileSync(join(toolsDir, 'boom-tool.js'), BOOM_TOOL);
-  writeFileSync(join(toolsDir, 'my-tool.js'), CLASS_TOOL);
-  writeFileSync(join(toolsDir, 'broken-tool.js'), BROKEN_TOOL);
-  exportDir = mkdtempSync(join(tmpdir(), 'negotiate-exports-'));
+  toolsDir = scratchDir('negotiate-tools', {
+    'boom-tool.js': BOOM_TOOL,
+    'my-tool.js': CLASS_TOOL,
+    'broken-tool.js': BROKEN_TOOL,
+  });
+  exportDir = scratchDir('negotiate-exports');
   t = await createTestApp({
-    EXPORT_DIR: exportDir,
+    EXPORT_DIR: exportDir.path,
     RESOURCE_MAX_BYTES: String(RESOURCE_MAX_BYTES),
-    TOOLS_DIR: toolsDir,
+    TOOLS_DIR: toolsDir.path,
     TOOLS_HOT_RELOAD: 'false',
   });
 });
 
 afterAll(async () => {
   await t?.close();
-  for (const dir of [toolsDir, exportDir]) if (dir) rmSync(dir, { recursive: true, force: true });
+  toolsDir?.remove();
+  exportDir?.remove();
 });
 
 // ---- helpers -------------------------------------------------------------------
-
-let seq = 0;
-function cid(prefix = 'neg'): string {
-  seq += 1;
-  return `${prefix}-${Date.now().toString(36)}-${seq}-${Math.random().toString(36).slice(2, 8)}`;
-}
 
 type Body = Record<string, unknown>;
 
@@ -137,7 +132,7 @@ function suggestionsOf(body: Body): Suggestion[] {
 
 describe('negotiate outcomes (API.md table)', () => {
   it('success: 200 with routing and alignment', async () => {
-    const res = await neg(cid(), { action: 'greet', args: { name: 'Ada' } });
+    const res = await neg(uniqueId('neg'), { action: 'greet', args: { name: 'Ada' } });
     expectSuccess(res);
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(res.body.output.message).toContain('Ada');
@@ -146,7 +141,7 @@ describe('negotiate outcomes (API.md table)', () => {
   });
 
   it('invalid_args: 400, error names the failing field', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     const missing = await neg(c, { action: 'read-resource', args: {} });
     expectOutcome(missing, 400, 'invalid_args');
     expect(missing.body.error).toContain('name');
@@ -166,7 +161,7 @@ describe('negotiate outcomes (API.md table)', () => {
   });
 
   it('no_tool: 404, "No tool found for action: X", suggestions of qualified actions with confidence', async () => {
-    const res = await neg(cid(), { action: 'archive-resource', args: { name: 'x' } });
+    const res = await neg(uniqueId('neg'), { action: 'archive-resource', args: { name: 'x' } });
     expectOutcome(res, 404, 'no_tool');
     expect(res.body.error).toBe('No tool found for action: archive-resource');
     const suggestions = suggestionsOf(res.body);
@@ -178,14 +173,14 @@ describe('negotiate outcomes (API.md table)', () => {
   });
 
   it('no_tool: an action nothing resembles still answers with a suggestions array', async () => {
-    const res = await neg(cid(), { action: 'qqqzzzxxx' });
+    const res = await neg(uniqueId('neg'), { action: 'qqqzzzxxx' });
     expectOutcome(res, 404, 'no_tool');
     expect(res.body.error).toBe('No tool found for action: qqqzzzxxx');
     suggestionsOf(res.body);
   });
 
   it('unknown_tool: 404 when the explicit tool is unknown, in every way of naming it', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     expectOutcome(
       await neg(c, { action: 'read-resource', tool: 'no-such-tool', args: { name: 'x' } }),
       404,
@@ -196,12 +191,12 @@ describe('negotiate outcomes (API.md table)', () => {
 
   it('unknown_tool: 404 also when the unknown tool is named in the provider-safe form', async () => {
     // `_` never occurs inside a kebab-case name: `no-such-tool_read-resource` names tool `no-such-tool`.
-    const res = await neg(cid(), { action: 'no-such-tool_read-resource', args: { name: 'x' } });
+    const res = await neg(uniqueId('neg'), { action: 'no-such-tool_read-resource', args: { name: 'x' } });
     expectOutcome(res, 404, 'unknown_tool');
   });
 
   it('unknown_tool: 404 when the named tool lacks the action', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     expectOutcome(
       await neg(c, { action: 'read-resource', tool: 'example-tool', args: { name: 'x' } }),
       404,
@@ -212,7 +207,7 @@ describe('negotiate outcomes (API.md table)', () => {
   });
 
   it('ambiguous_action: 409 with the canonical candidates; naming the tool routes', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     const res = await neg(c, { action: 'add', args: { a: 2, b: 3 } });
     expectOutcome(res, 409, 'ambiguous_action');
     expect([...(res.body.output.candidates as string[])].sort()).toEqual(['calculator/add', 'math-service/add']);
@@ -233,7 +228,7 @@ describe('negotiate outcomes (API.md table)', () => {
   });
 
   it('permission_required: 403, requiresApproval, approvalReason names tool, action, required and current level', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     const res = await neg(c, { action: 'create-resource', args: { name: 'doc', data: { a: 1 } } });
     expectOutcome(res, 403, 'permission_required');
     expect(res.body.requiresApproval).toBe(true);
@@ -259,7 +254,7 @@ describe('negotiate outcomes (API.md table)', () => {
   });
 
   it('denied: 403 contradiction for a policy.deny match, and the action never runs', async () => {
-    const c = cid('deny');
+    const c = uniqueId('deny');
     const created = await request(t.app)
       .post('/conversations')
       .send({ id: c, policy: { deny: ['*/delete-*', 'transform-tool/*'] } });
@@ -284,7 +279,7 @@ describe('negotiate outcomes (API.md table)', () => {
   });
 
   it('denied: a whole-tool pattern denies its writes and its reads, and nothing is created', async () => {
-    const c = cid('deny');
+    const c = uniqueId('deny');
     expect(
       (
         await request(t.app)
@@ -306,13 +301,13 @@ describe('negotiate outcomes (API.md table)', () => {
   });
 
   it('resource_not_found: 404, error is "Resource not found: NAME"', async () => {
-    const res = await neg(cid(), { action: 'read-resource', args: { name: 'missing-thing' } });
+    const res = await neg(uniqueId('neg'), { action: 'read-resource', args: { name: 'missing-thing' } });
     expectOutcome(res, 404, 'resource_not_found');
     expect(res.body.error).toBe('Resource not found: missing-thing');
   });
 
   it('resource_exists: 409 on creating an existing resource, which keeps its data', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     await upgrade(c, 'data-tool', 2);
     expectSuccess(await neg(c, { action: 'create-resource', args: { name: 'dup', data: { v: 1 } } }));
     const again = await neg(c, { action: 'create-resource', args: { name: 'dup', data: { v: 2 } } });
@@ -321,7 +316,7 @@ describe('negotiate outcomes (API.md table)', () => {
   });
 
   it('resource_too_large: 413 over RESOURCE_MAX_BYTES, and nothing is stored', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     await upgrade(c, 'data-tool', 2);
     const big = 'x'.repeat(RESOURCE_MAX_BYTES + 10);
     const res = await neg(c, { action: 'create-resource', args: { name: 'big', data: big } });
@@ -336,7 +331,7 @@ describe('negotiate outcomes (API.md table)', () => {
   });
 
   it('tool_error: 500 with a generic message that leaks nothing of what the tool threw', async () => {
-    const res = await neg(cid(), { action: 'explode' });
+    const res = await neg(uniqueId('neg'), { action: 'explode' });
     expectOutcome(res, 500, 'tool_error');
     const text = JSON.stringify(res.body);
     expect(text).not.toContain('secret internal detail');
@@ -356,7 +351,7 @@ describe('negotiate outcomes (API.md table)', () => {
       ['an unknown top-level field', { action: 'greet', explicitTool: 'example-tool' }],
     ];
     it.each(cases)('%s', async (_label, body) => {
-      const c = cid();
+      const c = uniqueId('neg');
       const res = await request(t.app)
         .post(`/conversations/${c}/negotiate`)
         .send(body as object);
@@ -375,7 +370,7 @@ describe('negotiate outcomes (API.md table)', () => {
 
 describe('routing', () => {
   it('bare exact: confidence 1, explicit false', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     await putResource(c, 'doc', { hello: 'world' });
     const res = await neg(c, { action: 'read-resource', args: { name: 'doc' } });
     expectSuccess(res);
@@ -388,7 +383,7 @@ describe('routing', () => {
     ['provider-safe', { action: 'data-tool_read-resource' }],
     ['tool override', { action: 'read-resource', tool: 'data-tool' }],
   ])('%s names the tool: confidence 1, explicit true', async (_label, how) => {
-    const c = cid();
+    const c = uniqueId('neg');
     await putResource(c, 'doc', [1, 2, 3]);
     const res = await neg(c, { ...how, args: { name: 'doc' } });
     expectSuccess(res);
@@ -403,7 +398,7 @@ describe('routing', () => {
     ['fetch-resource', 0.8],
     ['get-resource', 0.8],
   ])('approximate %s executes read-resource with %p <= confidence < 1', async (action, min) => {
-    const c = cid();
+    const c = uniqueId('neg');
     await putResource(c, 'doc', 'text');
     const res = await neg(c, { action, args: { name: 'doc' } });
     expectSuccess(res);
@@ -416,7 +411,7 @@ describe('routing', () => {
   });
 
   it('an approximate write is still subject to permissions', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     const res = await neg(c, { action: 'make-resource', args: { name: 'm', data: 1 } });
     expectOutcome(res, 403, 'permission_required');
     expect(res.body.routing).toMatchObject({ tool: 'data-tool', action: 'create-resource' });
@@ -434,7 +429,7 @@ describe('routing', () => {
       ['readResource', 0.9],
       ['fetch-resource', 0.8],
     ])('%s is not executed: no_tool with data-tool/read-resource suggested', async (action, min) => {
-      const c = cid();
+      const c = uniqueId('neg');
       const res = await negotiate(strict.app, c, { action, args: { name: 'doc' } });
       expectOutcome(res, 404, 'no_tool');
       expect(res.body.error).toBe(`No tool found for action: ${action}`);
@@ -445,7 +440,7 @@ describe('routing', () => {
     });
 
     it('an exact match still executes', async () => {
-      const res = await negotiate(strict.app, cid(), { action: 'greet' });
+      const res = await negotiate(strict.app, uniqueId('neg'), { action: 'greet' });
       expectSuccess(res);
       expect(res.body.routing.confidence).toBe(1);
     });
@@ -456,7 +451,7 @@ describe('routing', () => {
 
 describe('alignment', () => {
   it('a level-1 success is aligned, a level-2 success agnostic', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     const read = await neg(c, { action: 'list-resources' });
     expectSuccess(read);
     expect(read.body.alignment).toBe('aligned');
@@ -477,7 +472,7 @@ describe('alignment', () => {
   });
 
   it('a level-3 success is agnostic', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     await putResource(c, 'exp', [{ a: 1 }]);
     await upgrade(c, 'export-tool', 3);
     const res = await neg(c, { action: 'write-export', args: { name: 'exp', format: 'csv', path: `${c}/exp.csv` } });
@@ -490,7 +485,7 @@ describe('alignment', () => {
 
 describe('dryRun', () => {
   it('success: 200 with routing and alignment, output absent, nothing written', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     await upgrade(c, 'data-tool', 2);
     const res = await neg(c, { action: 'create-resource', args: { name: 'dry', data: { a: 1 } }, dryRun: true });
     expectSuccess(res);
@@ -501,7 +496,7 @@ describe('dryRun', () => {
   });
 
   it('a dry update or delete changes nothing', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     await upgrade(c, 'data-tool', 2);
     await putResource(c, 'stay', { v: 1 });
     expectSuccess(await neg(c, { action: 'update-resource', args: { name: 'stay', data: { v: 2 } }, dryRun: true }));
@@ -510,7 +505,7 @@ describe('dryRun', () => {
   });
 
   it('a dry read of a resource answers success without output', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     await putResource(c, 'r', 1);
     const res = await neg(c, { action: 'read-resource', args: { name: 'r' }, dryRun: true });
     expectSuccess(res);
@@ -519,7 +514,7 @@ describe('dryRun', () => {
   });
 
   it('a dry upgrade changes no level', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     await neg(c, { action: 'greet' });
     const res = await neg(c, { action: 'upgrade:data-tool:level-2', dryRun: true });
     expect(res.status).toBe(200);
@@ -544,7 +539,7 @@ describe('dryRun', () => {
       ['upgrade to a bad level', { action: 'upgrade:data-tool:level-7' }, 400],
     ];
     it.each(cases)('%s', async (_label, body, status) => {
-      const c = cid('dry');
+      const c = uniqueId('dry');
       expect(
         (
           await request(t.app)
@@ -565,14 +560,14 @@ describe('dryRun', () => {
 
 describe('special actions', () => {
   it('list-tools: output.tools is what GET /tools returns', async () => {
-    const res = await neg(cid(), { action: 'list-tools' });
+    const res = await neg(uniqueId('neg'), { action: 'list-tools' });
     expectSuccess(res);
     const tools = await request(t.app).get('/tools').expect(200);
     expect(res.body.output.tools).toEqual(tools.body.tools);
   });
 
   it('list-tools is never routed to a tool nor subject to policy', async () => {
-    const c = cid('deny');
+    const c = uniqueId('deny');
     expect(
       (
         await request(t.app)
@@ -588,7 +583,7 @@ describe('special actions', () => {
   });
 
   it('upgrade:TOOL:level-N raises and lowers, returns {tool, level, previousLevel}, and is recorded oldest first', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     const steps: [number, number][] = [
       [2, 1],
       [3, 2],
@@ -634,7 +629,7 @@ describe('special actions', () => {
   });
 
   it('upgrade of an unknown tool is 404 unknown_tool and changes nothing', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     expectSuccess(await neg(c, { action: 'greet' }));
     expectOutcome(await neg(c, { action: 'upgrade:no-such-tool:level-2' }), 404, 'unknown_tool');
     const history = await request(t.app).get(`/conversations/${c}/permissions/history`);
@@ -645,7 +640,7 @@ describe('special actions', () => {
   it.each(['level-7', 'level-0', 'level-4', 'level-x', 'level-', 'level-2.5', 'level--1'])(
     'upgrade to %s is 400 invalid_args and changes nothing',
     async (suffix) => {
-      const c = cid();
+      const c = uniqueId('neg');
       expectSuccess(await neg(c, { action: 'greet' }));
       expectOutcome(await neg(c, { action: `upgrade:data-tool:${suffix}` }), 400, 'invalid_args');
       const history = await request(t.app).get(`/conversations/${c}/permissions/history`);
@@ -660,7 +655,7 @@ describe('special actions', () => {
   );
 
   it('an upgraded tool runs its write without approval', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     await upgrade(c, 'data-tool', 2);
     expectSuccess(await neg(c, { action: 'create-resource', args: { name: 'ok', data: 1 } }));
   });
@@ -670,7 +665,7 @@ describe('special actions', () => {
 
 describe('first use', () => {
   it('a never-seen conversation id is created by negotiate', async () => {
-    const c = cid('fresh');
+    const c = uniqueId('fresh');
     expectProblem(await request(t.app).get(`/conversations/${c}`), 404, 'not_found');
     expectSuccess(await neg(c, { action: 'greet' }));
     const conv = await request(t.app).get(`/conversations/${c}`);
@@ -710,7 +705,7 @@ describe('TOOLS_DIR modules', () => {
   });
 
   it('the class runs through negotiate, with permissions like any tool', async () => {
-    const c = cid();
+    const c = uniqueId('neg');
     const res = await neg(c, { action: 'read-note', args: { id: 7 } });
     expectSuccess(res);
     expect(res.body.output).toEqual({ args: { id: 7 }, tool: 'my-tool' });

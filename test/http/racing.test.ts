@@ -4,14 +4,15 @@
  * write back something computed from it must each see the previous one's
  * result, and actions that deadlock are run again rather than failed.
  */
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Express } from 'express';
 import request from 'supertest';
 import { serverUrl } from '../support/db-server';
 import { type PeerApp, createPeerApp } from '../support/peer-app';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { type ScratchDir, scratchDir } from '../support/scratch-dir';
+import { uniqueId } from '../support/ids';
 
 /**
  * Locks `first`, waits (bounded) until the other call has locked its own
@@ -59,15 +60,14 @@ const onServer = serverUrl() !== undefined;
 
 let one: TestApp;
 let two: PeerApp;
-let toolsDir: string;
-let work: string;
+let toolsDir: ScratchDir;
+let work: ScratchDir;
 
 beforeAll(async () => {
   if (!onServer) return;
-  toolsDir = mkdtempSync(join(tmpdir(), 'racing-tools-'));
-  work = mkdtempSync(join(tmpdir(), 'racing-work-'));
-  writeFileSync(join(toolsDir, 'lock-pair.js'), LOCK_PAIR_TOOL);
-  const env = { TOOLS_DIR: toolsDir, TOOLS_HOT_RELOAD: 'false' };
+  toolsDir = scratchDir('racing-tools', { 'lock-pair.js': LOCK_PAIR_TOOL });
+  work = scratchDir('racing-work');
+  const env = { TOOLS_DIR: toolsDir.path, TOOLS_HOT_RELOAD: 'false' };
   one = await createTestApp(env);
   two = await createPeerApp(one, env);
 });
@@ -75,14 +75,9 @@ beforeAll(async () => {
 afterAll(async () => {
   await two?.close();
   await one?.close();
-  for (const dir of [toolsDir, work]) if (dir) rmSync(dir, { recursive: true, force: true });
+  toolsDir?.remove();
+  work?.remove();
 });
-
-let seq = 0;
-function cid(prefix = 'rmw'): string {
-  seq += 1;
-  return `${prefix}-${Date.now().toString(36)}-${seq}-${Math.random().toString(36).slice(2, 8)}`;
-}
 
 type Body = Record<string, unknown>;
 
@@ -108,7 +103,7 @@ function transform(app: Express, conversationId: string, args: Body): request.Te
 
 (onServer ? describe : describe.skip)('read-modify-write across two app instances', () => {
   it('50 racing reverse transforms of one resource: each is computed from the previous one', async () => {
-    const c = cid();
+    const c = uniqueId('rmw');
     await allow(c, 'transform-tool', 2);
     await put(c, 'word', 'abc');
     const results = await Promise.all(
@@ -128,7 +123,7 @@ function transform(app: Express, conversationId: string, args: Body): request.Te
   });
 
   it('30 rounds of two concurrent field transforms on different fields: both fields are kept', async () => {
-    const c = cid();
+    const c = uniqueId('rmw');
     await allow(c, 'transform-tool', 2);
     const lost: number[] = [];
     for (let round = 0; round < 30; round++) {
@@ -147,7 +142,7 @@ function transform(app: Express, conversationId: string, args: Body): request.Te
   });
 
   it('racing creators of one new target: each create either wins or gets resource_exists, nothing lost', async () => {
-    const c = cid();
+    const c = uniqueId('rmw');
     await allow(c, 'transform-tool', 2);
     for (let i = 0; i < 10; i++) await put(c, `src-${i}`, `value ${i}`);
     const results = await Promise.all(
@@ -171,11 +166,11 @@ function transform(app: Express, conversationId: string, args: Body): request.Te
   ])(
     'two actions locking two resources in opposite orders, a handler that %s the deadlock error: the victim is run again and both succeed',
     async (_label, swallow) => {
-      const c = cid();
+      const c = uniqueId('rmw');
       await allow(c, 'lock-pair', 2);
       await put(c, 'left', []);
       await put(c, 'right', []);
-      const dir = mkdtempSync(join(work, 'deadlock-'));
+      const dir = mkdtempSync(work.file('deadlock-'));
       const [x, y] = await Promise.all([
         neg(one.app, c, {
           action: 'lock-pair/mark-pair',
@@ -201,11 +196,11 @@ function transform(app: Express, conversationId: string, args: Body): request.Te
   );
 
   it('a read-level action does not wait for a write action holding the lock', async () => {
-    const c = cid();
+    const c = uniqueId('rmw');
     await allow(c, 'lock-pair', 2);
     await put(c, 'left', []);
     await put(c, 'right', []);
-    const dir = mkdtempSync(join(work, 'gate-'));
+    const dir = mkdtempSync(work.file('gate-'));
     // Holds the lock on "left" until the test creates locked-gate (or its 10 s deadline fails it).
     const holder = neg(one.app, c, {
       action: 'lock-pair/mark-pair',

@@ -1,6 +1,7 @@
 import request from 'supertest';
 import { SqlSharedContext } from '../../src/core/shared-context';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { uniqueId } from '../support/ids';
 
 let t: TestApp;
 beforeAll(async () => {
@@ -8,11 +9,8 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-let n = 0;
-const convId = (): string => `edge-${process.pid}-${++n}`;
-
 it('PUT of a resource without data is a 400 problem, and nothing is stored', async () => {
-  const id = convId();
+  const id = uniqueId('edge');
   const res = await request(t.app).put(`/conversations/${id}/resources/doc`).send({}).expect(400);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   expect(res.body.code).toBe('validation_failed');
@@ -20,13 +18,13 @@ it('PUT of a resource without data is a 400 problem, and nothing is stored', asy
 });
 
 it('PUT of a resource with null data stores null', async () => {
-  const id = convId();
+  const id = uniqueId('edge');
   const res = await request(t.app).put(`/conversations/${id}/resources/doc`).send({ data: null }).expect(201);
   expect(res.body.data).toBeNull();
 });
 
 it('lists one permission row per registered tool, even with a stored level of an unregistered tool', async () => {
-  const id = convId();
+  const id = uniqueId('edge');
   await request(t.app).post('/conversations').send({ id }).expect(201);
   await t.db.pool.query("INSERT INTO tool_permissions (conversation_id, tool, level) VALUES ($1, 'retired-tool', 3)", [
     id,
@@ -40,7 +38,7 @@ it('a level-1 action cannot write through the shared context', async () => {
   // list-resources is level 1; the data-tool's own actions never write from it,
   // so this checks the context itself: a read-only context refuses writes.
   const ctx = new SqlSharedContext({
-    conversationId: convId(),
+    conversationId: uniqueId('edge'),
     toolName: 'data-tool',
     maxBytes: 1000,
     db: () => Promise.resolve(t.db.pool),

@@ -4,10 +4,11 @@
  */
 import request from 'supertest';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { uniqueId } from '../support/ids';
+import { ID_PATTERN as ID_RE } from '../../src/core/resource-names';
 import { BUNDLED_TOOLS } from '../support/fixtures';
 
 const RESOURCE_MAX_BYTES = 1024;
-const ID_RE = /^[A-Za-z0-9:_-]{1,128}$/;
 const PROVIDER_RE = /^[A-Za-z_][A-Za-z0-9_-]{0,63}$/;
 
 let t: TestApp;
@@ -17,12 +18,6 @@ beforeAll(async () => {
 afterAll(async () => t?.close());
 
 // ---- helpers -------------------------------------------------------------------
-
-let seq = 0;
-function cid(prefix = 'rest'): string {
-  seq += 1;
-  return `${prefix}-${Date.now().toString(36)}-${seq}-${Math.random().toString(36).slice(2, 8)}`;
-}
 
 type Body = Record<string, unknown>;
 
@@ -109,7 +104,7 @@ describe('conversations', () => {
   });
 
   it('POST with id, metadata and policy: 201, GET shape {id, metadata, policy, legacyLevel, createdAt, updatedAt}', async () => {
-    const id = cid();
+    const id = uniqueId('rest');
     const body = { id, metadata: { owner: 'ada', tags: ['x'] }, policy: { deny: ['data-tool/*', '*/delete-*'] } };
     const res = await request(t.app).post('/conversations').send(body);
     expect(res.status).toBe(201);
@@ -122,7 +117,7 @@ describe('conversations', () => {
   });
 
   it('POST with an existing id: 409 conflict', async () => {
-    const id = cid();
+    const id = uniqueId('rest');
     expect((await request(t.app).post('/conversations').send({ id })).status).toBe(201);
     expectProblem(await request(t.app).post('/conversations').send({ id }), 409, 'conflict');
   });
@@ -143,21 +138,25 @@ describe('conversations', () => {
     ['not a string', [42]],
     ['not an array', 'data-tool/*'],
   ])('POST with a bad policy pattern (%s): 400 with errors[]', async (_label, deny) => {
-    const id = cid();
+    const id = uniqueId('rest');
     expectValidationProblem(await request(t.app).post('/conversations').send({ id, policy: { deny } }));
     expectProblem(await request(t.app).get(`/conversations/${id}`), 404, 'not_found');
   });
 
   it('POST with metadata that is not an object: 400', async () => {
-    expectValidationProblem(await request(t.app).post('/conversations').send({ id: cid(), metadata: 'nope' }));
+    expectValidationProblem(
+      await request(t.app)
+        .post('/conversations')
+        .send({ id: uniqueId('rest'), metadata: 'nope' }),
+    );
   });
 
   it('GET an unknown conversation: 404', async () => {
-    expectProblem(await request(t.app).get(`/conversations/${cid('missing')}`), 404, 'not_found');
+    expectProblem(await request(t.app).get(`/conversations/${uniqueId('missing')}`), 404, 'not_found');
   });
 
   it('DELETE: 204, then 404; its resources, permissions and history are gone', async () => {
-    const c = cid('del');
+    const c = uniqueId('del');
     expect((await request(t.app).post('/conversations').send({ id: c })).status).toBe(201);
     expect(
       (
@@ -192,7 +191,7 @@ describe('conversations', () => {
   });
 
   it('GET /state: the seed M5 shape', async () => {
-    const c = cid('state');
+    const c = uniqueId('state');
     expect((await request(t.app).post('/conversations').send({ id: c })).status).toBe(201);
     const empty = await request(t.app).get(`/conversations/${c}/state`).expect(200);
     expect(empty.body).toEqual({ currentLevel: null, toolPermissions: {}, sharedContext: { resources: [] } });
@@ -216,7 +215,7 @@ describe('conversations', () => {
   });
 
   it('GET /state of an unknown conversation: 404', async () => {
-    expectProblem(await request(t.app).get(`/conversations/${cid('missing')}/state`), 404, 'not_found');
+    expectProblem(await request(t.app).get(`/conversations/${uniqueId('missing')}/state`), 404, 'not_found');
   });
 });
 
@@ -224,7 +223,7 @@ describe('conversations', () => {
 
 describe('permissions', () => {
   it('GET: one default row per registered tool', async () => {
-    const c = cid('perm');
+    const c = uniqueId('perm');
     expect((await request(t.app).post('/conversations').send({ id: c })).status).toBe(201);
     const res = await request(t.app).get(`/conversations/${c}/permissions`).expect(200);
     expect(Object.keys(res.body).sort()).toEqual(['conversationId', 'legacyLevel', 'tools']);
@@ -239,7 +238,7 @@ describe('permissions', () => {
   });
 
   it('PUT: 200 {tool, level, previousLevel}; the row becomes explicit', async () => {
-    const c = cid('perm');
+    const c = uniqueId('perm');
     const up = await request(t.app).put(`/conversations/${c}/permissions/data-tool`).send({ level: 2 });
     expect(up.status).toBe(200);
     expect(up.body).toEqual({ tool: 'data-tool', level: 2, previousLevel: 1 });
@@ -264,7 +263,7 @@ describe('permissions', () => {
   });
 
   it('PUT for an unknown tool: 404', async () => {
-    const c = cid('perm');
+    const c = uniqueId('perm');
     expectProblem(
       await request(t.app).put(`/conversations/${c}/permissions/no-such-tool`).send({ level: 2 }),
       404,
@@ -280,7 +279,7 @@ describe('permissions', () => {
     ['null', { level: null }],
     ['missing', {}],
   ])('PUT with level %s: 400, and the level is unchanged', async (_label, body) => {
-    const c = cid('perm');
+    const c = uniqueId('perm');
     expect((await request(t.app).put(`/conversations/${c}/permissions/data-tool`).send({ level: 2 })).status).toBe(200);
     expectValidationProblem(await request(t.app).put(`/conversations/${c}/permissions/data-tool`).send(body));
     const res = await request(t.app).get(`/conversations/${c}/permissions`).expect(200);
@@ -292,7 +291,7 @@ describe('permissions', () => {
   });
 
   it('history: {events: [{tool, fromLevel, toLevel, at, actor}]}, oldest first, from REST and negotiate', async () => {
-    const c = cid('hist');
+    const c = uniqueId('hist');
     expect((await request(t.app).post('/conversations').send({ id: c })).status).toBe(201);
     expect((await request(t.app).get(`/conversations/${c}/permissions/history`).expect(200)).body).toEqual({
       events: [],
@@ -321,7 +320,7 @@ describe('permissions', () => {
   });
 
   it('legacy: an M4 conversation with legacy_level 2 gives every tool level 2 from source legacy', async () => {
-    const c = cid('legacy');
+    const c = uniqueId('legacy');
     await t.db.pool.query('INSERT INTO conversations (id, legacy_level) VALUES ($1, 2)', [c]);
 
     const conv = await request(t.app).get(`/conversations/${c}`).expect(200);
@@ -360,7 +359,7 @@ describe('permissions', () => {
   });
 
   it('GET permissions and history of an unknown conversation: 404', async () => {
-    const c = cid('missing');
+    const c = uniqueId('missing');
     expectProblem(await request(t.app).get(`/conversations/${c}/permissions`), 404, 'not_found');
     expectProblem(await request(t.app).get(`/conversations/${c}/permissions/history`), 404, 'not_found');
   });
@@ -370,7 +369,7 @@ describe('permissions', () => {
 
 describe('resources', () => {
   it('PUT creates (201) then updates (200) as client; version and ETag follow', async () => {
-    const c = cid('res');
+    const c = uniqueId('res');
     const created = await request(t.app)
       .put(resUrl(c, 'doc'))
       .send({ data: { a: 1 } });
@@ -401,7 +400,7 @@ describe('resources', () => {
   });
 
   it('ownership: a tool update shows in updatedBy, a later client PUT takes it back', async () => {
-    const c = cid('res');
+    const c = uniqueId('res');
     expect((await request(t.app).put(resUrl(c, 'shared')).send({ data: 1 })).status).toBe(201);
     expect((await request(t.app).put(`/conversations/${c}/permissions/data-tool`).send({ level: 2 })).status).toBe(200);
     expect((await neg(c, { action: 'update-resource', args: { name: 'shared', data: 2 } })).status).toBe(200);
@@ -413,7 +412,7 @@ describe('resources', () => {
   });
 
   it('If-Match: the current version updates (200), a stale one is 412 and changes nothing', async () => {
-    const c = cid('res');
+    const c = uniqueId('res');
     await request(t.app).put(resUrl(c, 'doc')).send({ data: 'v1' }).expect(201);
     await request(t.app).put(resUrl(c, 'doc')).send({ data: 'v2' }).expect(200);
 
@@ -433,7 +432,7 @@ describe('resources', () => {
   });
 
   it('If-Match on a missing resource creates nothing', async () => {
-    const c = cid('res');
+    const c = uniqueId('res');
     const res = await request(t.app).put(resUrl(c, 'ghost')).set('If-Match', '"1"').send({ data: 1 });
     expect([404, 412]).toContain(res.status);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
@@ -441,7 +440,7 @@ describe('resources', () => {
   });
 
   it('If-None-Match: * creates (201) when new, 412 when it exists', async () => {
-    const c = cid('res');
+    const c = uniqueId('res');
     const first = await request(t.app).put(resUrl(c, 'once')).set('If-None-Match', '*').send({ data: 'first' });
     expect(first.status).toBe(201);
     expect(first.body).toMatchObject({ data: 'first', version: 1, createdBy: 'client' });
@@ -454,7 +453,7 @@ describe('resources', () => {
   });
 
   it('DELETE: 204, then 404; a stale If-Match is 412 and keeps it', async () => {
-    const c = cid('res');
+    const c = uniqueId('res');
     await request(t.app).put(resUrl(c, 'doc')).send({ data: 1 }).expect(201);
     await request(t.app).put(resUrl(c, 'doc')).send({ data: 2 }).expect(200);
 
@@ -472,7 +471,7 @@ describe('resources', () => {
   });
 
   it('data over RESOURCE_MAX_BYTES: 413 payload_too_large, nothing stored', async () => {
-    const c = cid('res');
+    const c = uniqueId('res');
     const big = 'x'.repeat(RESOURCE_MAX_BYTES + 1);
     expectProblem(await request(t.app).put(resUrl(c, 'big')).send({ data: big }), 413, 'payload_too_large');
     expect((await request(t.app).get(resUrl(c, 'big'))).status).toBe(404);
@@ -483,7 +482,7 @@ describe('resources', () => {
   });
 
   it('PUT without data: 400', async () => {
-    const c = cid('res');
+    const c = uniqueId('res');
     expectValidationProblem(await request(t.app).put(resUrl(c, 'nodata')).send({}));
     expect((await request(t.app).get(resUrl(c, 'nodata'))).status).toBe(404);
   });
@@ -494,7 +493,7 @@ describe('resources', () => {
     ['non-ASCII', 'caf%C3%A9'],
     ['129 characters', 'x'.repeat(129)],
   ])('invalid resource name (%s): 400', async (_label, name) => {
-    const c = cid('res');
+    const c = uniqueId('res');
     expectValidationProblem(await request(t.app).put(resUrl(c, name)).send({ data: 1 }));
     expectValidationProblem(await request(t.app).get(resUrl(c, name)));
   });
@@ -504,7 +503,7 @@ describe('resources', () => {
   });
 
   describe('list', () => {
-    const c = cid('list');
+    const c = uniqueId('list');
     const byClient = ['b-2', 'a-1', 'c-1', 'a-3'];
     const byTool = ['a-2', 'b-1', 'd-1'];
     const all = [...byClient, ...byTool].sort();

@@ -4,18 +4,13 @@
  */
 import request from 'supertest';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { uniqueId } from '../support/ids';
 
 let t: TestApp;
 beforeAll(async () => {
   t = await createTestApp();
 });
 afterAll(async () => t?.close());
-
-let seq = 0;
-function cid(prefix = 'seed'): string {
-  seq += 1;
-  return `${prefix}-${Date.now().toString(36)}-${seq}-${Math.random().toString(36).slice(2, 8)}`;
-}
 
 type Body = Record<string, unknown>;
 
@@ -68,7 +63,7 @@ async function levels(conversationId: string): Promise<Record<string, number>> {
 
 describe('Pattern 1: resource producer-consumer', () => {
   it('data-tool produces (level 2), analytics-tool and data-tool consume (level 1)', async () => {
-    const c = cid();
+    const c = uniqueId('seed');
     // The producer needs write permission.
     const denied = await negotiate(c, 'create-resource', { name: 'user-data', data: { userId: 123, name: 'Alice' } });
     expect(denied.status).toBe(403);
@@ -103,7 +98,7 @@ describe('Pattern 1: resource producer-consumer', () => {
   });
 
   it('analytics-tool computes numeric stats of what data-tool produced', async () => {
-    const c = cid();
+    const c = uniqueId('seed');
     await ok(c, 'upgrade:data-tool:level-2');
     await ok(c, 'create-resource', { name: 'scores', data: [3, 1, 2, 6] });
     const summary = await ok(c, 'summarize-resource', { name: 'scores' });
@@ -130,7 +125,7 @@ describe('Pattern 1: resource producer-consumer', () => {
 
 describe('Pattern 2: pipeline coordination', () => {
   it('data-tool creates, transform-tool transforms, export-tool exports; ownership and version track each tool', async () => {
-    const c = cid();
+    const c = uniqueId('seed');
     await ok(c, 'upgrade:data-tool:level-2');
     await ok(c, 'upgrade:transform-tool:level-2');
 
@@ -194,7 +189,7 @@ describe('Pattern 2: pipeline coordination', () => {
 
 describe('Pattern 3: capability composition', () => {
   it('greet, create-resource and list-resources route to the right tools without naming them', async () => {
-    const c = cid();
+    const c = uniqueId('seed');
     await ok(c, 'upgrade:data-tool:level-2');
 
     const greet = await ok(c, 'greet');
@@ -229,7 +224,7 @@ describe('Pattern 3: capability composition', () => {
 
 describe('Pattern 4: permission isolation', () => {
   it('upgrading data-tool leaves example-tool and transform-tool where they were', async () => {
-    const c = cid();
+    const c = uniqueId('seed');
     await ok(c, 'greet');
     const before = await levels(c);
     expect(before).toMatchObject({ 'data-tool': 1, 'example-tool': 1, 'transform-tool': 1 });
@@ -256,8 +251,8 @@ describe('Pattern 4: permission isolation', () => {
   });
 
   it('levels are per conversation: an upgrade in one does not leak into another', async () => {
-    const a = cid();
-    const b = cid();
+    const a = uniqueId('seed');
+    const b = uniqueId('seed');
     await ok(a, 'upgrade:data-tool:level-2');
     await ok(a, 'create-resource', { name: 'x', data: 1 });
     const other = await negotiate(b, 'create-resource', { name: 'x', data: 1 });
@@ -272,7 +267,7 @@ describe('Pattern 4: permission isolation', () => {
 
 describe('Testing Multi-Tool Workflows (the seed example)', () => {
   it('upgrade, create, read back value 42', async () => {
-    const conversationId = cid('test-conversation');
+    const conversationId = uniqueId('test-conversation');
 
     // Upgrade permissions
     await ok(conversationId, 'upgrade:data-tool:level-2', {});

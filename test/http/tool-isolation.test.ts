@@ -12,6 +12,7 @@ import request from 'supertest';
 import { SqlSharedContext } from '../../src/core/shared-context';
 import type { ToolLogger } from '../../src/core/tool-interface';
 import { ToolRegistry } from '../../src/core/tool-registry';
+import { uniqueId } from '../support/ids';
 import { type TestApp, createTestApp } from '../support/test-app';
 import {
   SANDBOXED_TOOL,
@@ -42,7 +43,7 @@ beforeAll(async () => {
   });
   t = await createTestApp(
     { TOOLS_DIR: toolsDir, TOOL_TIMEOUT_MS: String(TIMEOUT_MS) },
-    { loadTimeoutMs: LOAD_TIMEOUT_MS },
+    { registry: { loadTimeoutMs: LOAD_TIMEOUT_MS } },
   );
 });
 
@@ -59,13 +60,9 @@ async function grant(conversationId: string, tool: string, level: number): Promi
   await request(t.app).put(`/conversations/${conversationId}/permissions/${tool}`).send({ level }).expect(200);
 }
 
-function conv(prefix: string): string {
-  return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 8)}`;
-}
-
 describe('a handler that spins', () => {
   it('is stopped at TOOL_TIMEOUT_MS, its write rolled back, while /healthz keeps answering', async () => {
-    const c = conv('spin');
+    const c = uniqueId('spin');
     await grant(c, 'spin-tool', 2);
     let negotiateDone = false;
     const spinning = neg(c, 'spin-tool/write-then-spin', { name: 'half' }).then((res) => {
@@ -96,7 +93,7 @@ describe('a handler that spins', () => {
   });
 
   it('fails the call of a handler that ends its worker, and serves the next call', async () => {
-    const c = conv('crash');
+    const c = uniqueId('crash');
     const res = await neg(c, 'spin-tool/crash').expect(500);
     expect(res.body).toMatchObject({ success: false, code: 'tool_error' });
     expect(res.body.error).not.toContain('within'); // answered when the worker ended, not at the timeout
@@ -129,14 +126,14 @@ describe('loading', () => {
   });
 
   it('loads a .ts module in its worker', async () => {
-    const res = await neg(conv('ts'), 'typed-tool/double-it', { n: 21 }).expect(200);
+    const res = await neg(uniqueId('ts'), 'typed-tool/double-it', { n: 21 }).expect(200);
     expect(res.body.output).toEqual({ doubled: 42 });
   });
 });
 
 describe('the shared context across the boundary', () => {
   it("commits a write action's writes together", async () => {
-    const c = conv('commit');
+    const c = uniqueId('commit');
     await grant(c, 'sandboxed-tool', 2);
     const res = await neg(c, 'sandboxed-tool/write-two', { first: 'a', second: 'b' }).expect(200);
     expect(res.body.output).toEqual({ written: ['a', 'b'] });
@@ -147,7 +144,7 @@ describe('the shared context across the boundary', () => {
   });
 
   it('rolls both writes back when the handler throws after them', async () => {
-    const c = conv('rollback');
+    const c = uniqueId('rollback');
     await grant(c, 'sandboxed-tool', 2);
     const res = await neg(c, 'sandboxed-tool/write-two', { first: 'a', second: 'b', fail: true }).expect(500);
     expect(res.body).toMatchObject({ success: false, code: 'tool_error' });
@@ -157,14 +154,14 @@ describe('the shared context across the boundary', () => {
   });
 
   it("refuses a level-1 action's write: tool_error, nothing written", async () => {
-    const c = conv('sneaky');
+    const c = uniqueId('sneaky');
     const res = await neg(c, 'sandboxed-tool/sneaky-write', { name: 'x' }).expect(500);
     expect(res.body).toMatchObject({ success: false, code: 'tool_error' });
     await request(t.app).get(`/conversations/${c}/resources/x`).expect(404);
   });
 
   it('carries ToolError codes both ways', async () => {
-    const c = conv('codes');
+    const c = uniqueId('codes');
     const missing = await neg(c, 'sandboxed-tool/read-doc', { name: 'nope' }).expect(404);
     expect(missing.body).toMatchObject({ code: 'resource_not_found', error: 'No such doc: nope' });
 
@@ -180,7 +177,7 @@ describe('the shared context across the boundary', () => {
   });
 
   it("checks a dry run's args with the tool's own schema, in its worker, running nothing", async () => {
-    const c = conv('dry');
+    const c = uniqueId('dry');
     await grant(c, 'sandboxed-tool', 2);
     const dry = (args: Record<string, unknown>): request.Test =>
       request(t.app)
@@ -197,7 +194,7 @@ describe('the shared context across the boundary', () => {
   });
 
   it('gives the handler its parsed args, conversation, logger and exportDir', async () => {
-    const c = conv('info');
+    const c = uniqueId('info');
     const res = await neg(c, 'sandboxed-tool/context-info').expect(200);
     expect(res.body.output).toEqual({
       args: { text: 'none' },
@@ -215,7 +212,7 @@ describe('the shared context across the boundary', () => {
     const lines: unknown[][] = [];
     const capture = (obj: object | string, msg?: string): void => void lines.push([obj, msg]);
     const logger: ToolLogger = { debug: capture, info: capture, warn: capture, error: capture };
-    const c = conv('logger');
+    const c = uniqueId('logger');
     const sharedContext = new SqlSharedContext({
       conversationId: c,
       toolName: action.tool,

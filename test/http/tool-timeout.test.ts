@@ -2,11 +2,10 @@
  * A tool that never finishes: the call answers tool_error after
  * TOOL_TIMEOUT_MS, its writes are rolled back, and the service goes on.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import request from 'supertest';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { uniqueId } from '../support/ids';
+import { type ScratchDir, scratchDir } from '../support/scratch-dir';
 
 const STUCK_TOOL = `module.exports = ({ defineTool, defineAction, z }) => defineTool({
   name: 'stuck-tool', version: '1.0.0', description: 'Never finishes',
@@ -20,20 +19,19 @@ const STUCK_TOOL = `module.exports = ({ defineTool, defineAction, z }) => define
 `;
 
 let t: TestApp;
-let toolsDir: string;
+let toolsDir: ScratchDir;
 beforeAll(async () => {
-  toolsDir = mkdtempSync(join(tmpdir(), 'stuck-tools-'));
-  writeFileSync(join(toolsDir, 'stuck-tool.js'), STUCK_TOOL);
-  t = await createTestApp({ TOOLS_DIR: toolsDir, TOOL_TIMEOUT_MS: '300' });
+  toolsDir = scratchDir('stuck-tools', { 'stuck-tool.js': STUCK_TOOL });
+  t = await createTestApp({ TOOLS_DIR: toolsDir.path, TOOL_TIMEOUT_MS: '300' });
 });
 afterAll(async () => {
   await t?.close();
-  rmSync(toolsDir, { recursive: true, force: true });
+  toolsDir?.remove();
 });
 
 it('answers tool_error when a tool does not finish in time', async () => {
   const res = await request(t.app)
-    .post('/conversations/stuck-1/negotiate')
+    .post(`/conversations/${uniqueId('stuck')}/negotiate`)
     .send({ action: 'stuck-tool/hang' })
     .expect(500);
   expect(res.body).toMatchObject({ success: false, code: 'tool_error' });
@@ -41,14 +39,15 @@ it('answers tool_error when a tool does not finish in time', async () => {
 });
 
 it('rolls back what a timed-out action wrote, and keeps serving', async () => {
-  await request(t.app).put('/conversations/stuck-2/permissions/stuck-tool').send({ level: 2 }).expect(200);
+  const c = uniqueId('stuck');
+  await request(t.app).put(`/conversations/${c}/permissions/stuck-tool`).send({ level: 2 }).expect(200);
   await request(t.app)
-    .post('/conversations/stuck-2/negotiate')
+    .post(`/conversations/${c}/negotiate`)
     .send({ action: 'stuck-tool/write-then-hang', args: { name: 'half' } })
     .expect(500);
-  await request(t.app).get('/conversations/stuck-2/resources/half').expect(404);
+  await request(t.app).get(`/conversations/${c}/resources/half`).expect(404);
   const again = await request(t.app)
-    .post('/conversations/stuck-2/negotiate')
+    .post(`/conversations/${c}/negotiate`)
     .send({ action: 'greet', args: { name: 'after' } })
     .expect(200);
   expect(again.body.output.message).toBe('Hello, after!');

@@ -43,16 +43,3 @@ export function rawRequest(
     req.end(body);
   });
 }
-
-/** Polls `check` until it is true; fails after `deadlineMs` (a bound, not a timing assertion). */
-export async function waitFor(
-  check: () => boolean | Promise<boolean>,
-  what: string,
-  deadlineMs = 10000,
-): Promise<void> {
-  const until = Date.now() + deadlineMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error(`Timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}

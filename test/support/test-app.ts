@@ -3,6 +3,7 @@
  * would make, on this test file's own database.
  */
 import type { Express } from 'express';
+import pino from 'pino';
 import { buildApp } from '../../src/app';
 import { type Config, loadConfig } from '../../src/config';
 import { type Database, openDatabase } from '../../src/db/database';
@@ -18,18 +19,28 @@ export interface TestApp {
   db: Database;
   database: TestDatabase;
   registry: ToolRegistry;
+  /** With `captureLogs`: every log line, parsed, instead of stdout. */
+  logs: LogLine[];
   close(): Promise<void>;
 }
 
-export async function createTestApp(
-  env: Record<string, string> = {},
-  registryOverrides: Pick<ToolRegistryOptions, 'loadTimeoutMs' | 'isolateToolsDir'> = {},
-): Promise<TestApp> {
+export type LogLine = { level: number; msg: string } & Record<string, unknown>;
+
+export interface TestAppOptions {
+  /** Record log lines in `logs` instead of writing them. */
+  captureLogs?: boolean;
+  registry?: Pick<ToolRegistryOptions, 'loadTimeoutMs' | 'isolateToolsDir'>;
+}
+
+export async function createTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
   const database = await createMigratedDatabase();
   const config: Config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', NODE_ENV: 'test', ...env });
-  const logger = createLogger(config.logLevel);
+  const logs: LogLine[] = [];
+  const logger = options.captureLogs
+    ? pino({ level: 'info' }, { write: (line: string) => logs.push(JSON.parse(line) as LogLine) })
+    : createLogger(config.logLevel);
   const db = openDatabase({ client: database.client, poolSize: 5, sharedSession: database.embedded });
-  const { services, registry } = wireServices(config, logger, db, { debounceMs: 50, ...registryOverrides });
+  const { services, registry } = wireServices(config, logger, db, { debounceMs: 50, ...options.registry });
   await registry.load();
   const app = buildApp(services);
   return {
@@ -38,6 +49,7 @@ export async function createTestApp(
     db,
     database,
     registry,
+    logs,
     close: async () => {
       await registry.close();
       await db.close();
