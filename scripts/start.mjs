@@ -66,14 +66,20 @@ function exitLike({ code, signal }) {
   else process.exit(code ?? 1);
 }
 
+// `npm run build` ends with this, so a build made by hand counts as up to date too.
+if (process.argv.includes('--stamp-build')) {
+  writeFileSync(stamp, `${new Date().toISOString()}\n`);
+  process.exit(0);
+}
+
 const reason = staleReason();
 if (reason) {
   process.stderr.write(`Building (${reason})...\n`);
   const npm = process.env.npm_execpath;
   // Under npm, build with the same npm; run directly, use the one on PATH.
   const built = await (npm ? run(process.execPath, [npm, 'run', 'build']) : run('npm', ['run', 'build']));
+  // The build writes the stamp as its last step (--stamp-build), only when it succeeded.
   if (built.code !== 0) exitLike(built);
-  else writeFileSync(stamp, `${new Date().toISOString()}\n`);
 } else {
   process.stderr.write('Build is up to date; starting.\n');
 }

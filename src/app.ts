@@ -8,7 +8,7 @@ import express, { type Express } from 'express';
 import swaggerUi from 'swagger-ui-express';
 import { PROJECT_ROOT } from './db/migrator';
 import { RegisterRoutes } from './generated/routes';
-import { checkJsonBody, checkUrl } from './http/input-checks';
+import { checkJsonBody, checkUrl, verifyUtf8 } from './http/input-checks';
 import { errorHandler, notFound, requestLogging } from './http/middleware';
 import { mcpRouter } from './mcp/conversation-mcp';
 import type { Services } from './services';
@@ -33,7 +33,13 @@ export function buildApp(services: Services): Express {
   app.set('trust proxy', true);
   app.use(requestLogging(services.logger));
   app.use(checkUrl);
-  app.use(express.json({ limit: services.config.bodyLimit, type: ['application/json', 'application/*+json'] }));
+  app.use(
+    express.json({
+      limit: services.config.bodyLimit,
+      type: ['application/json', 'application/*+json'],
+      verify: verifyUtf8,
+    }),
+  );
   app.use(checkJsonBody);
 
   const spec = openapiSpec();

@@ -81,6 +81,7 @@ async function main(): Promise<void> {
   try {
     await waitForDatabase({
       attempt: async () => {
+        await dbServer.ready;
         await db.ping();
         if (config.migrateOnStart) await migrate(dbServer.clientConfig, logger);
       },

@@ -6,7 +6,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { startServer as start } from './support/spawn-server';
+import { spawnServer, startServer as start, waitReady } from './support/spawn-server';
 
 const startServer = (dataDir: string) => start({ DATA_DIR: dataDir });
 
@@ -15,7 +15,18 @@ describe('npm start on the embedded database', () => {
   afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
 
   it('keeps data across a restart and stops cleanly on SIGTERM', async () => {
-    const first = await startServer(dataDir);
+    // A new data directory takes seconds to initialise: the service listens
+    // first, so /healthz answers while /readyz still says 503.
+    const first = await spawnServer({ DATA_DIR: dataDir });
+    const deadline = Date.now() + 30_000;
+    let health = await fetch(`${first.url}/healthz`).catch(() => undefined);
+    while (!health?.ok && Date.now() < deadline && first.child.exitCode === null) {
+      await new Promise((r) => setTimeout(r, 50));
+      health = await fetch(`${first.url}/healthz`).catch(() => undefined);
+    }
+    expect(health?.status).toBe(200);
+    expect((await fetch(`${first.url}/readyz`)).status).toBe(503);
+    await waitReady(first);
     expect(first.output()).toContain('Using embedded Postgres (PGlite)');
     const put = await fetch(`${first.url}/conversations/restart-check/resources/note`, {
       method: 'PUT',

@@ -16,16 +16,27 @@ export interface DatabaseServer {
   /** How a `pg` client reaches it: a URL's fields, or in-process streams for the embedded one. */
   clientConfig: ClientConfig;
   embedded: boolean;
+  /**
+   * Resolves when the embedded database is open (at once for a server). Opening
+   * a new data directory takes seconds, so the service listens meanwhile;
+   * a rejection (a damaged data directory) is not a reason to retry.
+   */
+  ready: Promise<void>;
   /** Closes the embedded database and frees DATA_DIR (a no-op for an external server). */
   close(): Promise<void>;
 }
 
 export function externalServer(url: string): DatabaseServer {
-  return { clientConfig: parseIntoClientConfig(url), embedded: false, close: async () => undefined };
+  return {
+    clientConfig: parseIntoClientConfig(url),
+    embedded: false,
+    ready: Promise.resolve(),
+    close: async () => undefined,
+  };
 }
 
 /** In-process `pg` connections to a PGlite instance (the service's, or a test's in-memory one). */
-export function embeddedClientConfig(db: PGlite, onError?: (err: Error) => void): ClientConfig {
+export function embeddedClientConfig(db: PGlite | Promise<PGlite>, onError?: (err: Error) => void): ClientConfig {
   const bridge = pgliteBridge(db, onError);
   return { user: 'postgres', database: 'postgres', stream: () => bridge.connect() };
 }
@@ -38,23 +49,26 @@ export async function openDatabaseServer(
   // Before PGlite touches the files: a second process must not open them at all.
   const lock = lockDataDir(config.dataDir);
   const dataDir = join(config.dataDir, 'pgdata');
-  let db: PGlite;
-  try {
-    db = await PGlite.create({ dataDir });
-  } catch (err) {
-    lock.release();
-    throw err;
-  }
-  log(`Using embedded Postgres (PGlite), data in ${dataDir}, reachable only from this process`);
+  const opening = PGlite.create({ dataDir });
+  const ready = opening.then(
+    () => log(`Using embedded Postgres (PGlite), data in ${dataDir}, reachable only from this process`),
+    (err: unknown) => {
+      lock.release();
+      throw err;
+    },
+  );
+  ready.catch(() => undefined); // the caller awaits `ready`; this only keeps an early failure from being unhandled
   let closed = false;
   return {
-    clientConfig: embeddedClientConfig(db, (err) => log(`embedded Postgres: ${err.message}`)),
+    clientConfig: embeddedClientConfig(opening, (err) => log(`embedded Postgres: ${err.message}`)),
     embedded: true,
+    ready,
     close: async () => {
       if (closed) return;
       closed = true;
       try {
-        await db.close();
+        const db = await opening.catch(() => undefined);
+        await db?.close();
       } finally {
         lock.release();
       }

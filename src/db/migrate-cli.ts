@@ -21,6 +21,7 @@ const log = (m: string): void => void process.stderr.write(`${m}\n`);
 async function migrate(to: string | undefined): Promise<void> {
   const config = loadConfig(process.env);
   const server = await openDatabaseServer(config, log);
+  await server.ready;
   try {
     const report = await applyMigrations({ client: server.clientConfig, to });
     if (report.applied.length === 0) process.stdout.write('Database is up to date; no migration applied.\n');

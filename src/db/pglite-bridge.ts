@@ -143,7 +143,7 @@ class BridgeConnection {
   private closed = false;
 
   constructor(
-    private readonly db: PGlite,
+    private readonly opening: Promise<PGlite>,
     private readonly lock: SessionLock,
     private readonly end: PipeEnd,
     private readonly onError: (err: Error) => void,
@@ -169,8 +169,9 @@ class BridgeConnection {
       this.release ??= await this.lock.acquire();
       this.backend.ready = false;
       try {
-        await this.db.runExclusive(() =>
-          this.db.execProtocolRawStream(new Uint8Array(message), {
+        const db = await this.opening;
+        await db.runExclusive(() =>
+          db.execProtocolRawStream(new Uint8Array(message), {
             onRawData: (data) => {
               this.backend.see(data);
               if (!this.end.destroyed) this.end.write(Buffer.from(data));
@@ -192,7 +193,8 @@ class BridgeConnection {
   private async finish(): Promise<void> {
     if (!this.release) return;
     try {
-      if (this.db.isInTransaction() || this.backend.status !== 'I') await this.db.exec('ROLLBACK');
+      const db = await this.opening;
+      if (db.isInTransaction() || this.backend.status !== 'I') await db.exec('ROLLBACK');
     } catch (err) {
       this.onError(err as Error);
     } finally {
@@ -212,12 +214,21 @@ export interface PGliteBridge {
   connect(): Duplex;
 }
 
-export function pgliteBridge(db: PGlite, onError: (err: Error) => void = () => undefined): PGliteBridge {
+/**
+ * `db` may still be opening (a new data directory takes seconds to initialise):
+ * connections are accepted at once and their first message waits for it.
+ */
+export function pgliteBridge(
+  db: PGlite | Promise<PGlite>,
+  onError: (err: Error) => void = () => undefined,
+): PGliteBridge {
   const lock = new SessionLock();
+  const opening = Promise.resolve(db);
+  opening.catch(() => undefined); // reported by whoever awaits the opening; a connection then fails
   return {
     connect() {
       const [client, server] = pipePair();
-      new BridgeConnection(db, lock, server, onError);
+      new BridgeConnection(opening, lock, server, onError);
       return client;
     },
   };

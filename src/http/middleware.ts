@@ -69,6 +69,9 @@ function bodyParserProblem(res: Response, type: string, status: number): boolean
     case 'encoding.unsupported':
       sendProblem(res, 'unsupported_media_type', 'Unsupported Content-Encoding; use gzip, deflate, br or none');
       return true;
+    case 'encoding.invalid':
+      sendProblem(res, 'validation_failed', 'Request body is not valid UTF-8');
+      return true;
     case 'charset.unsupported':
       sendProblem(res, 'unsupported_media_type', 'Unsupported charset; send UTF-8');
       return true;

@@ -97,6 +97,9 @@ describe('input the database cannot store is a 400 validation_failed', () => {
     ['% in the path', 'get', () => '/conversations/%', undefined],
     ['%ZZ in the path', 'get', () => '/conversations/%ZZ/resources', undefined],
     ['%ff in the path', 'get', () => '/conversations/%ff', undefined],
+    ['%ff in a query value', 'get', () => `/conversations/${uniqueId('hostile')}/resources?prefix=%ff`, undefined],
+    ['a lone % in a query value', 'get', () => `/conversations/${uniqueId('hostile')}/resources?prefix=%`, undefined],
+    ['%ff in a query of /tools/definitions', 'get', () => '/tools/definitions?format=openai&query=%ff', undefined],
   ];
 
   it.each(cases)('%s', async (_label, method, path, json) => {
@@ -166,6 +169,18 @@ describe('request bodies with a Content-Encoding', () => {
 
   it('an unknown encoding is 415 unsupported_media_type', async () => {
     expectProblem(await post('x-snappy', Buffer.from('{}')), 415, 'unsupported_media_type');
+  });
+
+  it('a body that is not valid UTF-8 is 400 validation_failed, and nothing is created', async () => {
+    const id = uniqueId('utf8');
+    const bytes = Buffer.concat([
+      Buffer.from(`{"id":"${id}","metadata":{"x":"`),
+      Buffer.from([0xff, 0xfe]),
+      Buffer.from('"}}'),
+    ]);
+    const res = await rawRequest(port, 'POST', '/conversations', { 'Content-Type': 'application/json' }, bytes);
+    expectProblem(res, 400, 'validation_failed');
+    expect((await request(t.app).get(`/conversations/${id}`)).status).toBe(404);
   });
 
   it('a gzip (or br) body that is not one is 400 validation_failed', async () => {
