@@ -5,7 +5,9 @@
  * Every change is one transaction with its history row (PermissionStore).
  */
 import { AppError } from './errors';
-import type { PermissionStore } from './ports';
+import type { PermissionEventView, PermissionStore } from './ports';
+
+export type { LevelChange, PermissionEventView } from './ports';
 import type { Level } from './tool-interface';
 
 export const LEVEL_NAMES: Record<Level, string> = { 1: 'read', 2: 'write', 3: 'execute' };
@@ -23,12 +25,6 @@ export function effectiveLevel(
 
 export function isLevel(n: unknown): n is Level {
   return n === 1 || n === 2 || n === 3;
-}
-
-export interface LevelChange {
-  tool: string;
-  level: Level;
-  previousLevel: Level;
 }
 
 export interface ToolPermissionView {
@@ -63,14 +59,6 @@ export async function listPermissions(
       return { tool, level, source, upgradedAt: p ? p.upgradedAt.getTime() : null };
     }),
   };
-}
-
-export interface PermissionEventView {
-  tool: string;
-  fromLevel: number | null;
-  toLevel: number;
-  at: number;
-  actor: string;
 }
 
 export async function permissionHistory(

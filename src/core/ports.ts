@@ -3,7 +3,6 @@
  * src/db. The domain never sees a driver: a transaction is an opaque handle
  * that only the adapter that made it can use.
  */
-import type { LevelChange, PermissionEventView } from './permissions';
 import type { TPolicy } from './policy';
 import type { Level, Resource } from './tool-interface';
 
@@ -75,6 +74,20 @@ export interface DecisionStore {
    * created (one more round trip, once per conversation).
    */
   load(conversationId: string, tool: string, create: boolean, prefetch?: string): Promise<DecisionContext>;
+}
+
+export interface LevelChange {
+  tool: string;
+  level: Level;
+  previousLevel: Level;
+}
+
+export interface PermissionEventView {
+  tool: string;
+  fromLevel: number | null;
+  toLevel: number;
+  at: number;
+  actor: string;
 }
 
 export interface StoredLevels {
