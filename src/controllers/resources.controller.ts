@@ -78,7 +78,7 @@ export class ResourcesController extends Controller {
     @Query() cursor?: string,
   ): Promise<ResourcePage> {
     const after = cursor !== undefined ? decodeCursor(cursor) : undefined;
-    const rows = await this.services.resources.list(id, { prefix, createdBy, after, limit: limit + 1 });
+    const rows = await this.services.resources.listOrNotFound(id, { prefix, createdBy, after, limit: limit + 1 });
     const page = rows.slice(0, limit);
     const more = rows.length > limit;
     return { resources: page, nextCursor: more ? encodeCursor(page[page.length - 1]!.name) : null };

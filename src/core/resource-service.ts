@@ -49,12 +49,21 @@ export class ResourceService {
     return text;
   }
 
-  /** One page, ordered by name; not_found when the conversation does not exist. */
-  async list(conversationId: string, opts: ListResourcesOptions): Promise<Resource[]> {
+  /** One page, ordered by name (bytewise); empty for a conversation that does not exist. */
+  list(conversationId: string, opts: ListResourcesOptions): Promise<Resource[]> {
+    return this.store.list(conversationId, opts);
+  }
+
+  /** The same, but not_found when the conversation does not exist. */
+  async listOrNotFound(conversationId: string, opts: ListResourcesOptions): Promise<Resource[]> {
     if (!(await this.conversations.exists(conversationId))) {
       throw new AppError('not_found', `Conversation not found: ${conversationId}`);
     }
     return this.store.list(conversationId, opts);
+  }
+
+  find(conversationId: string, name: string): Promise<Resource | undefined> {
+    return this.store.get(conversationId, name);
   }
 
   async get(conversationId: string, name: string): Promise<Resource> {

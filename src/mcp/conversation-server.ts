@@ -138,7 +138,7 @@ export function createConversationServer(services: Services, conversationId: str
     if (cursor !== undefined && !isValidId(cursor)) throw new McpError(ErrorCode.InvalidParams, 'Invalid cursor');
     let page: Resource[];
     try {
-      page = await resources.store.list(conversationId, { after: cursor, limit: RESOURCES_PAGE + 1 });
+      page = await resources.list(conversationId, { after: cursor, limit: RESOURCES_PAGE + 1 });
     } catch (err) {
       throw internal(err, 'resources/list');
     }
@@ -182,7 +182,7 @@ export function createConversationServer(services: Services, conversationId: str
     }
     let resource: Resource | undefined;
     try {
-      resource = await resources.store.get(conversationId, parsed.name);
+      resource = await resources.find(conversationId, parsed.name);
     } catch (err) {
       throw internal(err, 'resources/read');
     }
