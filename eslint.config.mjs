@@ -26,6 +26,32 @@ export default tseslint.config(
     },
   },
   {
+    // The domain core knows storage and transports only through its own ports
+    // (src/core/ports.ts): adapters in src/db and src/http import the core, never the reverse.
+    files: ['src/core/**/*.ts'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['pg', 'pg/*', 'pg-*', '@prisma/*', 'prisma', '**/generated/**'],
+              message: 'src/core declares ports (src/core/ports.ts); database code lives in src/db.',
+            },
+            {
+              group: ['express', 'express/*', '@tsoa/*', 'tsoa'],
+              message: 'src/core knows no transport; map its codes in src/http or src/mcp.',
+            },
+            {
+              group: ['**/db', '**/db/**', '**/http', '**/http/**', '**/mcp', '**/mcp/**', '**/controllers/**'],
+              message: 'src/core must not import its adapters (src/db, src/http, src/mcp, src/controllers).',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Tests assert on loosely typed JSON bodies from supertest.
     files: ['test/**/*.ts'],
     rules: {

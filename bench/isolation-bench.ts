@@ -62,7 +62,7 @@ async function measure(
 ): Promise<number> {
   const call = async (): Promise<void> => {
     const out = await manager.negotiate(CONV, { action, args });
-    if (out.status !== 200) throw new Error(`${action}: ${out.status} ${JSON.stringify(out.result)}`);
+    if (!out.success) throw new Error(`${action}: ${JSON.stringify(out)}`);
   };
   const start = process.hrtime.bigint();
   for (let i = 0; i < calls; i++) await call();

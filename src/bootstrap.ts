@@ -5,9 +5,11 @@
  */
 import type { Config } from './config';
 import { ConversationManager } from './core/conversation-manager';
+import { ResourceService } from './core/resource-service';
 import { ToolCatalog } from './core/tool-catalog';
 import { ToolRegistry, type ToolRegistryOptions } from './core/tool-registry';
 import type { Database } from './db/database';
+import { openStores } from './db/stores';
 import type { Logger } from './logger';
 import type { Services } from './services';
 
@@ -29,14 +31,18 @@ export function wireServices(
     ...registryOverrides,
   });
   const catalog = new ToolCatalog(registry, config.routerMinConfidence);
+  const stores = openStores(db);
+  const resources = new ResourceService(stores.resources, stores.conversations, config.resourceMaxBytes);
   const manager = new ConversationManager({
-    pool: db.pool,
-    prisma: db.prisma,
+    decisions: stores.decisions,
+    permissions: stores.permissions,
+    conversations: stores.conversations,
+    units: stores.units,
+    resources,
     catalog,
     logger: logger.child({ component: 'tools' }),
-    resourceMaxBytes: config.resourceMaxBytes,
     exportDir: config.exportDir,
     toolTimeoutMs: config.toolTimeoutMs,
   });
-  return { services: { config, logger, db, catalog, manager }, registry };
+  return { services: { config, logger, db, stores, catalog, manager, resources }, registry };
 }

@@ -4,6 +4,8 @@
  */
 import type { Config } from './config';
 import type { ConversationManager } from './core/conversation-manager';
+import type { Stores } from './core/ports';
+import type { ResourceService } from './core/resource-service';
 import type { ToolCatalog } from './core/tool-catalog';
 import type { Database } from './db/database';
 import type { Logger } from './logger';
@@ -12,6 +14,9 @@ export interface Services {
   config: Config;
   logger: Logger;
   db: Database;
+  /** The domain's ports on `db`. */
+  stores: Stores;
   catalog: ToolCatalog;
   manager: ConversationManager;
+  resources: ResourceService;
 }

@@ -62,7 +62,11 @@ export class ConversationsController extends Controller {
       }
       policy = parsed.data;
     }
-    const conv = await createConversation(this.services.db.prisma, { id: body.id, metadata: body.metadata, policy });
+    const conv = await createConversation(this.services.stores.conversations, {
+      id: body.id,
+      metadata: body.metadata,
+      policy,
+    });
     this.setStatus(201);
     return conv;
   }
@@ -71,7 +75,7 @@ export class ConversationsController extends Controller {
   @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
   @Response<Problem>(404, 'No such conversation')
   public async getConversation(@Path() id: Id): Promise<Conversation> {
-    return getConversation(this.services.db.prisma, id);
+    return getConversation(this.services.stores.conversations, id);
   }
 
   /** Deletes the conversation with its resources, permissions and history. */
@@ -80,7 +84,7 @@ export class ConversationsController extends Controller {
   @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
   @Response<Problem>(404, 'No such conversation')
   public async deleteConversation(@Path() id: Id): Promise<void> {
-    await deleteConversation(this.services.db.prisma, id);
+    await deleteConversation(this.services.stores.conversations, id);
     this.setStatus(204);
   }
 
@@ -89,6 +93,7 @@ export class ConversationsController extends Controller {
   @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
   @Response<Problem>(404, 'No such conversation')
   public async getState(@Path() id: Id): Promise<ConversationState> {
-    return getConversationState(this.services.db.prisma, this.services.db.pool, id);
+    const { permissions, resources } = this.services.stores;
+    return getConversationState(permissions, resources, id);
   }
 }

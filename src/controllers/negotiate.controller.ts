@@ -1,7 +1,8 @@
 import { Body, Controller, Path, Post, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { Problem } from '../http/problem';
 import type { Services } from '../services';
-import type { NegotiationResult } from '../core/conversation-manager';
+import type { NegotiationResult } from '../core/negotiation';
+import { negotiationStatus } from '../http/negotiate-status';
 import type { Id, JsonObject } from './types';
 
 export interface NegotiateBody {
@@ -52,8 +53,8 @@ export class NegotiateController extends Controller {
   @Response<Problem>(415, 'Unsupported Content-Encoding or charset (problem+json)')
   @Response<Problem>(503, 'Database unreachable (unavailable, problem+json)')
   public async negotiate(@Path() conversationId: Id, @Body() body: NegotiateBody): Promise<NegotiationResult> {
-    const { status, result } = await this.services.manager.negotiate(conversationId, body);
-    this.setStatus(status);
+    const result = await this.services.manager.negotiate(conversationId, body);
+    this.setStatus(negotiationStatus(result));
     return result;
   }
 }

@@ -1,5 +1,5 @@
 import { Body, Controller, Get, Path, Put, Response, Route, Tags } from '@tsoa/runtime';
-import { listPermissions, permissionHistory, setToolLevel } from '../core/permissions';
+import { listPermissions, permissionHistory } from '../core/permissions';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { Id, PermissionLevel } from './types';
@@ -64,7 +64,7 @@ export class PermissionsController extends Controller {
   @Response<Problem>(404, 'No such conversation')
   public async getPermissions(@Path() id: Id): Promise<Permissions> {
     return listPermissions(
-      this.services.db.prisma,
+      this.services.stores.permissions,
       id,
       this.services.catalog.snapshot().set.tools.map((t) => t.name),
     );
@@ -75,7 +75,7 @@ export class PermissionsController extends Controller {
   @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
   @Response<Problem>(404, 'No such conversation')
   public async getHistory(@Path() id: Id): Promise<PermissionHistory> {
-    return { events: await permissionHistory(this.services.db.prisma, id) };
+    return { events: await permissionHistory(this.services.stores.permissions, id) };
   }
 
   /** Sets a tool's level in this conversation (raising or lowering); creates the conversation on first use. */
@@ -87,6 +87,6 @@ export class PermissionsController extends Controller {
     if (!this.services.catalog.snapshot().set.byName.has(tool)) {
       throw new AppError('not_found', `Unknown tool: ${tool.slice(0, 64)}`);
     }
-    return setToolLevel(this.services.db.prisma, id, tool, body.level as PermissionLevel, 'client');
+    return this.services.stores.permissions.setLevel(id, tool, body.level as PermissionLevel, 'client');
   }
 }

@@ -12,11 +12,9 @@ import {
   SuccessResponse,
   Tags,
 } from '@tsoa/runtime';
-import { assertConversationExists, ensureConversation } from '../core/conversations';
 import { isValidId } from '../core/resource-names';
-import { encodeData, resourceSql } from '../core/shared-context';
 import { ToolError } from '../core/tool-interface';
-import { type Precondition, parsePrecondition } from '../http/preconditions';
+import { parsePrecondition } from '../http/preconditions';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { Id, Resource } from './types';
@@ -33,11 +31,6 @@ export interface PutResourceBody {
 }
 
 const CLIENT = 'client';
-
-/** The versions an If-Match allows, as one array for one statement; undefined for none or `*`. */
-function versionsOf(match: Precondition | undefined): number[] | undefined {
-  return match && 'versions' in match ? match.versions : undefined;
-}
 
 function etag(version: number): string {
   return `"${version}"`;
@@ -85,9 +78,7 @@ export class ResourcesController extends Controller {
     @Query() cursor?: string,
   ): Promise<ResourcePage> {
     const after = cursor !== undefined ? decodeCursor(cursor) : undefined;
-    const { pool } = this.services.db;
-    await assertConversationExists(pool, id);
-    const rows = await resourceSql.list(pool, id, { prefix, createdBy, after, limit: limit + 1 });
+    const rows = await this.services.resources.listOrNotFound(id, { prefix, createdBy, after, limit: limit + 1 });
     const page = rows.slice(0, limit);
     const more = rows.length > limit;
     return { resources: page, nextCursor: more ? encodeCursor(page[page.length - 1]!.name) : null };
@@ -98,8 +89,7 @@ export class ResourcesController extends Controller {
   @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
   @Response<Problem>(404, 'No such resource')
   public async getResource(@Path() id: Id, @Path() name: Id): Promise<Resource> {
-    const resource = await resourceSql.get(this.services.db.pool, id, name);
-    if (!resource) throw new AppError('not_found', `Resource not found: ${name}`);
+    const resource = await this.services.resources.get(id, name);
     this.setHeader('ETag', etag(resource.version));
     return resource;
   }
@@ -127,24 +117,7 @@ export class ResourcesController extends Controller {
     const json = this.encode(body.data);
     const match = parsePrecondition(ifMatch, 'If-Match');
     const noneMatch = parsePrecondition(ifNoneMatch, 'If-None-Match');
-    if (noneMatch && !('any' in noneMatch)) {
-      throw new AppError('validation_failed', 'If-None-Match on PUT supports only *', [
-        { path: 'If-None-Match', message: 'only * is supported' },
-      ]);
-    }
-    const { pool } = this.services.db;
-    await ensureConversation(pool, id);
-    let resource: Resource | undefined;
-    let created = false;
-    if (noneMatch) {
-      resource = await resourceSql.create(pool, id, name, json, CLIENT);
-      if (!resource) throw new AppError('precondition_failed', `Resource already exists: ${name}`);
-      created = true;
-    } else if (match) {
-      resource = await this.conditionalUpdate(id, name, json, match);
-    } else {
-      ({ resource, created } = await resourceSql.upsert(pool, id, name, json, CLIENT));
-    }
+    const { resource, created } = await this.services.resources.put(id, name, json, CLIENT, match, noneMatch);
     this.setStatus(created ? 201 : 200);
     this.setHeader('ETag', etag(resource.version));
     return resource;
@@ -157,20 +130,14 @@ export class ResourcesController extends Controller {
   @Response<Problem>(404, 'No such resource')
   @Response<Problem>(412, 'If-Match failed')
   public async deleteResource(@Path() id: Id, @Path() name: Id, @Header('If-Match') ifMatch?: string): Promise<void> {
-    const match = parsePrecondition(ifMatch, 'If-Match');
-    const { pool } = this.services.db;
-    if (await resourceSql.delete(pool, id, name, versionsOf(match))) {
-      this.setStatus(204);
-      return;
-    }
-    const exists = await resourceSql.get(pool, id, name);
-    if (!exists) throw new AppError('not_found', `Resource not found: ${name}`);
-    throw new AppError('precondition_failed', `Resource ${name} is at version ${exists.version}`);
+    await this.services.resources.remove(id, name, parsePrecondition(ifMatch, 'If-Match'));
+    this.setStatus(204);
   }
 
+  /** The resource rules' refusals of data, as this endpoint's problems. */
   private encode(data: unknown): string {
     try {
-      return encodeData(data, this.services.config.resourceMaxBytes);
+      return this.services.resources.encode(data);
     } catch (err) {
       if (err instanceof ToolError && err.code === 'resource_too_large')
         throw new AppError('payload_too_large', err.message);
@@ -178,16 +145,5 @@ export class ResourcesController extends Controller {
         throw new AppError('validation_failed', err.message, [{ path: 'data', message: err.message }]);
       throw err;
     }
-  }
-
-  private async conditionalUpdate(id: string, name: string, json: string, match: Precondition): Promise<Resource> {
-    const { pool } = this.services.db;
-    const updated = await resourceSql.update(pool, id, name, json, CLIENT, versionsOf(match));
-    if (updated) return updated;
-    const current = await resourceSql.get(pool, id, name);
-    throw new AppError(
-      'precondition_failed',
-      current ? `Resource ${name} is at version ${current.version}` : `Resource not found: ${name}`,
-    );
   }
 }

@@ -77,7 +77,7 @@ export class ToolsController extends Controller {
     const policy =
       conversationId === undefined
         ? undefined
-        : (await getConversation(this.services.db.prisma, conversationId)).policy;
+        : (await getConversation(this.services.stores.conversations, conversationId)).policy;
     return buildDefinitions(this.services.catalog.snapshot().set, format, { query, limit, policy });
   }
 
@@ -97,10 +97,10 @@ export class ToolsController extends Controller {
     const { set } = this.services.catalog.snapshot();
     const options: PromptOptions = {};
     if (conversationId !== undefined) {
-      const { prisma } = this.services.db;
-      const conversation = await getConversation(prisma, conversationId);
+      const { conversations, permissions: levels } = this.services.stores;
+      const conversation = await getConversation(conversations, conversationId);
       const permissions = await listPermissions(
-        prisma,
+        levels,
         conversationId,
         set.tools.map((t) => t.name),
       );

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ValidateError } from '@tsoa/runtime';
 import type { ErrorRequestHandler, Express, RequestHandler, Response } from 'express';
+import { isUnavailable } from '../core/errors';
 import { isDatabaseUnavailable } from '../db/database';
 import type { Logger } from '../logger';
 import { allowedMethods } from './allowed-methods';
@@ -120,7 +121,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     const clientError = clientErrorOf(err);
     if (clientError) return sendProblem(res, clientError.code, clientError.message);
-    if (isDatabaseUnavailable(err)) {
+    // The domain's UnavailableError (raised by src/db), or a driver error that reached here unwrapped.
+    if (isUnavailable(err) || isDatabaseUnavailable(err)) {
       logger.warn({ err, reqId: req.id }, 'database unavailable');
       return sendProblem(res, 'unavailable', 'The database is unavailable; retry later');
     }

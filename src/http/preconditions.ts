@@ -3,13 +3,13 @@
  * This API's tags are versions (`"3"`); a well-formed tag that is no version
  * (`"abc"`, `W/"x"`) simply matches nothing, which is a 412, not a 400.
  */
+import type { Precondition } from '../core/resource-service';
 import { AppError } from './problem';
+
+export type { Precondition } from '../core/resource-service';
 
 /** No client needs more; a longer list is only an attempt to make the server work. */
 export const MAX_PRECONDITION_LENGTH = 4096;
-
-/** `*`, or the versions the listed entity tags name (weak ones compare by version too). */
-export type Precondition = { any: true } | { versions: number[] };
 
 // One entity tag, optionally weak, then a comma or the end; sticky, so the whole value must be tags.
 const ENTITY_TAG = /[ \t]*(?:W\/)?"([\x21\x23-\x7e\x80-\xff]*)"[ \t]*(?:,|$)/y;

@@ -1,21 +1,13 @@
 /**
- * One error type with a machine-readable code, and the one place that maps
- * codes to HTTP statuses and RFC 9457 problem+json bodies.
+ * The one place that maps the domain's error codes (src/core/errors.ts) to
+ * HTTP statuses and RFC 9457 problem+json bodies.
  */
-export type ProblemCode =
-  | 'validation_failed'
-  | 'unauthorized'
-  | 'forbidden'
-  | 'not_found'
-  | 'method_not_allowed'
-  | 'conflict'
-  | 'precondition_failed'
-  | 'payload_too_large'
-  | 'unsupported_media_type'
-  | 'idempotency_key_reused'
-  | 'rate_limited'
-  | 'internal'
-  | 'unavailable';
+import type { ErrorCode, FieldError } from '../core/errors';
+
+export { AppError, type FieldError } from '../core/errors';
+
+/** The domain's error codes are this API's problem codes. */
+export type ProblemCode = ErrorCode;
 
 export const PROBLEM_STATUS: Record<ProblemCode, number> = {
   validation_failed: 400,
@@ -49,11 +41,6 @@ const TITLES: Record<ProblemCode, string> = {
   unavailable: 'Service unavailable',
 };
 
-export interface FieldError {
-  path: string;
-  message: string;
-}
-
 /** RFC 9457 problem details, as every error of this API except negotiate's outcomes. */
 export interface Problem {
   /** A URI reference naming the problem type. */
@@ -66,21 +53,6 @@ export interface Problem {
   errors?: FieldError[];
   /** The request id, also in the X-Request-Id header. */
   requestId?: string;
-}
-
-export class AppError extends Error {
-  constructor(
-    public readonly code: ProblemCode,
-    message: string,
-    public readonly errors?: FieldError[],
-  ) {
-    super(message);
-    this.name = 'AppError';
-  }
-
-  get status(): number {
-    return PROBLEM_STATUS[this.code];
-  }
 }
 
 export function problemOf(code: ProblemCode, detail: string, errors?: FieldError[], requestId?: string): Problem {

@@ -15,14 +15,13 @@ import {
   McpError,
   ReadResourceRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
-import type { NegotiationResult } from '../core/conversation-manager';
-import { loadDecisionContext } from '../core/conversations';
+import type { NegotiationResult } from '../core/negotiation';
 import { isValidId } from '../core/resource-names';
-import { resourceSql } from '../core/shared-context';
+import { isSpecialAction } from '../core/special-actions';
 import type { Resource } from '../core/tool-interface';
 import { isDatabaseUnavailable } from '../db/database';
 import type { Services } from '../services';
-import { isSpecialAction, mcpToolDefinitions } from './tool-definitions';
+import { mcpToolDefinitions } from './tool-definitions';
 
 export const SERVER_NAME = 'tool-orchestrator';
 export const SERVER_VERSION = '0.1.0';
@@ -85,7 +84,7 @@ function refused(text: string): CallToolResult {
 }
 
 export function createConversationServer(services: Services, conversationId: string): Server {
-  const { manager, catalog, db, logger } = services;
+  const { manager, catalog, stores, resources, logger } = services;
   const log = logger.child({ component: 'mcp', conversationId });
 
   /** Database trouble becomes a JSON-RPC error with a safe message; nothing else leaks either. */
@@ -112,7 +111,7 @@ export function createConversationServer(services: Services, conversationId: str
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     try {
       const set = catalog.snapshot().set;
-      const { policy } = await loadDecisionContext(db.pool, conversationId, '', false, undefined, log);
+      const { policy } = await stores.decisions.load(conversationId, '', false);
       return { tools: mcpToolDefinitions(set, policy) };
     } catch (err) {
       throw internal(err, 'tools/list');
@@ -127,7 +126,7 @@ export function createConversationServer(services: Services, conversationId: str
       );
     }
     try {
-      const { result } = await manager.negotiate(conversationId, { action: name, args: args ?? {} });
+      const result = await manager.negotiate(conversationId, { action: name, args: args ?? {} });
       return toolResult(result);
     } catch (err) {
       throw internal(err, 'tools/call');
@@ -139,7 +138,7 @@ export function createConversationServer(services: Services, conversationId: str
     if (cursor !== undefined && !isValidId(cursor)) throw new McpError(ErrorCode.InvalidParams, 'Invalid cursor');
     let page: Resource[];
     try {
-      page = await resourceSql.list(db.pool, conversationId, { after: cursor, limit: RESOURCES_PAGE + 1 });
+      page = await resources.list(conversationId, { after: cursor, limit: RESOURCES_PAGE + 1 });
     } catch (err) {
       throw internal(err, 'resources/list');
     }
@@ -183,7 +182,7 @@ export function createConversationServer(services: Services, conversationId: str
     }
     let resource: Resource | undefined;
     try {
-      resource = await resourceSql.get(db.pool, conversationId, parsed.name);
+      resource = await resources.find(conversationId, parsed.name);
     } catch (err) {
       throw internal(err, 'resources/read');
     }

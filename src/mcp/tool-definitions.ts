@@ -8,12 +8,6 @@ import { buildDefinitions, type McpToolDefinition } from '../core/llm-definition
 import type { TPolicy } from '../core/policy';
 import type { ToolSet } from '../core/tool-registry';
 
-/** Special actions of negotiate: answered by the service itself, never exposed to MCP clients. */
-export function isSpecialAction(name: string): boolean {
-  const n = name.trim().toLowerCase();
-  return n === 'list-tools' || n.startsWith('upgrade:');
-}
-
 /** The set's tools in the mcp format, without what the policy denies. */
 export function mcpToolDefinitions(set: ToolSet, policy: TPolicy): Array<McpToolDefinition & Record<string, unknown>> {
   return buildDefinitions(set, 'mcp', { policy }).tools.map((tool) => ({ ...tool }));

@@ -300,6 +300,23 @@ describe('negotiate outcomes (API.md table)', () => {
     expect(list.body.resources).toEqual([]);
   });
 
+  it('denied comes before the permission check: a denied action below its level is a contradiction, not an approval', async () => {
+    const c = uniqueId('deny');
+    expect(
+      (
+        await request(t.app)
+          .post('/conversations')
+          .send({ id: c, policy: { deny: ['data-tool/create-*'] } })
+      ).status,
+    ).toBe(201);
+    // data-tool is at the default level 1; create-resource needs 2. Approving would be pointless: it is denied.
+    const create = await neg(c, { action: 'create-resource', args: { name: 'blocked', data: 1 } });
+    expectOutcome(create, 403, 'denied');
+    expect(create.body).toMatchObject({ alignment: 'contradiction' });
+    expect(create.body.requiresApproval).toBeUndefined();
+    expect((await getResource(c, 'blocked')).status).toBe(404);
+  });
+
   it('resource_not_found: 404, error is "Resource not found: NAME"', async () => {
     const res = await neg(uniqueId('neg'), { action: 'read-resource', args: { name: 'missing-thing' } });
     expectOutcome(res, 404, 'resource_not_found');

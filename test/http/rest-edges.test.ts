@@ -1,5 +1,5 @@
 import request from 'supertest';
-import { SqlSharedContext } from '../../src/core/shared-context';
+import { ConversationSharedContext } from '../../src/core/shared-context';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { uniqueId } from '../support/ids';
 
@@ -37,12 +37,10 @@ it('lists one permission row per registered tool, even with a stored level of an
 it('a level-1 action cannot write through the shared context', async () => {
   // list-resources is level 1; the data-tool's own actions never write from it,
   // so this checks the context itself: a read-only context refuses writes.
-  const ctx = new SqlSharedContext({
+  const ctx = new ConversationSharedContext({
     conversationId: uniqueId('edge'),
     toolName: 'data-tool',
-    maxBytes: 1000,
-    db: () => Promise.resolve(t.db.pool),
-    readOnly: true,
+    resources: t.services.resources,
   });
   await expect(ctx.createResource('x', 1)).rejects.toThrow(/Read-level action/);
 });

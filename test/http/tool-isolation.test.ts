@@ -9,7 +9,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import request from 'supertest';
-import { SqlSharedContext } from '../../src/core/shared-context';
+import { ConversationSharedContext } from '../../src/core/shared-context';
 import type { ToolLogger } from '../../src/core/tool-interface';
 import { ToolRegistry } from '../../src/core/tool-registry';
 import { uniqueId } from '../support/ids';
@@ -213,12 +213,10 @@ describe('the shared context across the boundary', () => {
     const capture = (obj: object | string, msg?: string): void => void lines.push([obj, msg]);
     const logger: ToolLogger = { debug: capture, info: capture, warn: capture, error: capture };
     const c = uniqueId('logger');
-    const sharedContext = new SqlSharedContext({
+    const sharedContext = new ConversationSharedContext({
       conversationId: c,
       toolName: action.tool,
-      maxBytes: 1024,
-      db: () => Promise.resolve(t.db.pool),
-      readOnly: true,
+      resources: t.services.resources,
     });
     const args = { text: 'logged' };
     const ctx = {

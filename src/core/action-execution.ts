@@ -1,0 +1,140 @@
+/**
+ * Running one decided action: a write-level action inside one unit of work
+ * (its writes commit together or not at all), a read-level one on a context
+ * that refuses writes; the tool-timeout; the retry after a deadlock. Also the
+ * dry run's argument check inside an isolated tool's worker.
+ */
+import { isUnavailable } from './errors';
+import { fail, type NegotiationResult, type Routing } from './negotiation';
+import type { UnitsOfWork } from './ports';
+import type { ResourceService } from './resource-service';
+import { ConversationSharedContext } from './shared-context';
+import type { LoadedAction } from './tool-module';
+import { ToolError, type Alignment, type Resource, type ToolLogger } from './tool-interface';
+
+export interface ExecutionDeps {
+  resources: ResourceService;
+  units: UnitsOfWork;
+  logger: ToolLogger;
+  exportDir: string;
+  /** A tool call still running after this is answered with tool_error and its writes rolled back. */
+  toolTimeoutMs: number;
+}
+
+export interface Decided {
+  alignment: Alignment;
+  routing: Routing;
+}
+
+const TIMED_OUT = Symbol('timed out');
+
+/** Runs of one write action when the database aborts it for a deadlock or serialization failure. */
+const MAX_ACTION_ATTEMPTS = 3;
+
+/** The promise's value, or TIMED_OUT when it takes longer than `ms`. */
+async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
+    timer = setTimeout(() => resolve(TIMED_OUT), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+export async function runAction(
+  deps: ExecutionDeps,
+  conversationId: string,
+  action: LoadedAction,
+  args: Record<string, unknown>,
+  decided: Decided,
+  prefetched?: { name: string; resource: Resource | null },
+  attempt = 1,
+): Promise<NegotiationResult> {
+  // Only a write-level action gets a unit of work: a read-level context without one refuses writes.
+  const unit = action.level === 1 ? undefined : deps.units.start();
+  const sharedContext = new ConversationSharedContext({
+    conversationId,
+    toolName: action.tool,
+    resources: deps.resources,
+    unit,
+    prefetched,
+  });
+  // Aborted on timeout: an isolated (TOOLS_DIR) action's worker is then terminated.
+  const stop = new AbortController();
+  const running = action.run(
+    args,
+    {
+      conversationId,
+      toolName: action.tool,
+      action: action.name,
+      args,
+      sharedContext,
+      logger: deps.logger,
+      exportDir: deps.exportDir,
+    },
+    stop.signal,
+  );
+  // A handler still running after a timeout may reject later: nobody awaits it then.
+  running.catch(() => undefined);
+  try {
+    const output = await withTimeout(running, deps.toolTimeoutMs);
+    if (output === TIMED_OUT) {
+      stop.abort();
+      await unit?.abandon();
+      deps.logger.error(
+        { tool: action.tool, action: action.name, conversationId, timeoutMs: deps.toolTimeoutMs },
+        'tool timed out',
+      );
+      const message = `Tool ${action.tool} did not finish ${action.name} within ${deps.toolTimeoutMs} ms`;
+      return fail('tool_error', message, decided);
+    }
+    // A handler that swallowed a deadlock error returns over an aborted transaction: nothing would commit.
+    if (sharedContext.conflicted) throw new Error('transaction aborted by a deadlock or serialization failure');
+    await unit?.commit();
+    return { success: true, output: output ?? null, ...decided };
+  } catch (err) {
+    await unit?.rollback();
+    // The database broke a deadlock (or a serialization conflict) by aborting this action's transaction:
+    // nothing of it committed, so the whole action runs again, in a fresh unit of work.
+    if (sharedContext.conflicted && attempt < MAX_ACTION_ATTEMPTS) {
+      return runAction(deps, conversationId, action, args, decided, prefetched, attempt + 1);
+    }
+    if (err instanceof ToolError) return fail(err.code, err.message, decided);
+    // Database trouble is the service's, not the tool's: the transport answers it (a 503), not a tool_error.
+    if (isUnavailable(err)) throw err;
+    deps.logger.error({ err, tool: action.tool, action: action.name, conversationId }, 'tool threw');
+    return fail('tool_error', `Tool ${action.tool} failed while running ${action.name}`, decided);
+  }
+}
+
+/** A dry run of an isolated action: its args checked by the tool's own schema, in its worker. */
+export async function checkInSandbox(
+  deps: Pick<ExecutionDeps, 'logger' | 'toolTimeoutMs'>,
+  action: LoadedAction,
+  args: Record<string, unknown>,
+  decided: Decided,
+): Promise<NegotiationResult | undefined> {
+  const stop = new AbortController();
+  const checking = action.checkArgs!(args, stop.signal);
+  checking.catch(() => undefined);
+  try {
+    const checked = await withTimeout(checking, deps.toolTimeoutMs);
+    if (checked === TIMED_OUT) {
+      stop.abort();
+      const message = `Tool ${action.tool} did not check the args of ${action.name} within ${deps.toolTimeoutMs} ms`;
+      return fail('tool_error', message, decided);
+    }
+    if (checked.ok) return undefined;
+    return fail(
+      'invalid_args',
+      `Invalid args for ${action.qualifiedName}: ${checked.path}: ${checked.message}`,
+      decided,
+    );
+  } catch (err) {
+    deps.logger.error({ err, tool: action.tool, action: action.name }, 'tool failed checking args');
+    return fail('tool_error', `Tool ${action.tool} failed while checking the args of ${action.name}`, decided);
+  }
+}

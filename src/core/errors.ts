@@ -1,0 +1,72 @@
+/**
+ * The domain's errors: one type with a machine-readable code, which every
+ * transport maps to its own answer (src/http/problem.ts to problem+json), and
+ * the two database conditions the domain must tell apart from a tool's
+ * failure. The adapters in src/db raise those two; the domain never looks at
+ * driver codes.
+ */
+
+/** A machine-readable error code (problem+json's `code`). */
+export type ErrorCode =
+  | 'validation_failed'
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'method_not_allowed'
+  | 'conflict'
+  | 'precondition_failed'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'idempotency_key_reused'
+  | 'rate_limited'
+  | 'internal'
+  | 'unavailable';
+
+export interface FieldError {
+  path: string;
+  message: string;
+}
+
+export class AppError extends Error {
+  constructor(
+    public readonly code: ErrorCode,
+    message: string,
+    public readonly errors?: FieldError[],
+  ) {
+    super(message);
+    this.name = 'AppError';
+  }
+}
+
+/** The database cannot be reached right now: the service's trouble, never a tool's (REST answers 503). */
+export class UnavailableError extends Error {
+  readonly code = 'unavailable';
+  constructor(cause: unknown) {
+    super('The database is unavailable', { cause });
+    this.name = 'UnavailableError';
+  }
+}
+
+/**
+ * The database aborted the transaction to break a deadlock or a
+ * serialization conflict: nothing of it committed, so the whole unit of work
+ * may run again.
+ */
+export class TransactionAbortedError extends Error {
+  readonly code = 'transaction_aborted';
+  constructor(cause: unknown) {
+    super('The transaction was aborted by a deadlock or serialization failure', { cause });
+    this.name = 'TransactionAbortedError';
+  }
+}
+
+/**
+ * Whether the database was unavailable somewhere along the cause chain: a
+ * tool may wrap the error its shared context threw in one of its own.
+ */
+export function isUnavailable(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof UnavailableError) return true;
+  }
+  return false;
+}

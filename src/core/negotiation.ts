@@ -1,0 +1,57 @@
+/**
+ * negotiate's request and outcome. An outcome carries a machine-readable
+ * code and no transport status: REST (src/http/negotiate-status.ts) and MCP
+ * each map codes to their own answers.
+ */
+import type { Alignment } from './tool-interface';
+
+export interface NegotiateRequest {
+  action: string;
+  args?: Record<string, unknown>;
+  tool?: string;
+  dryRun?: boolean;
+}
+
+export interface Routing {
+  tool: string;
+  action: string;
+  /** 1.0 for an exact match; approximate matches are lower. */
+  confidence: number;
+  /** true when the tool was named (qualified action or `tool`). */
+  explicit: boolean;
+}
+
+/** Every code a failed negotiation can carry. */
+export const NEGOTIATION_CODES = [
+  'invalid_args',
+  'no_tool',
+  'unknown_tool',
+  'ambiguous_action',
+  'permission_required',
+  'denied',
+  'resource_not_found',
+  'resource_exists',
+  'resource_too_large',
+  'tool_error',
+] as const;
+/** Why a negotiation failed, machine-readable (API.md, Negotiate). */
+export type NegotiationCode = (typeof NEGOTIATION_CODES)[number];
+
+export interface NegotiationResult {
+  success: boolean;
+  /** The action's output; on `no_tool` `{suggestions}`, on `ambiguous_action` `{candidates}`. */
+  output?: unknown;
+  /** Human-readable, safe to show. */
+  error?: string;
+  /** Machine-readable, on failure only. */
+  code?: NegotiationCode;
+  requiresApproval?: boolean;
+  approvalReason?: string;
+  alignment?: Alignment;
+  routing?: Routing;
+}
+
+/** A failed negotiation. */
+export function fail(code: NegotiationCode, error: string, extra: Partial<NegotiationResult> = {}): NegotiationResult {
+  return { success: false, error, code, ...extra };
+}

@@ -1,0 +1,116 @@
+/**
+ * The rules about resources, written once for every way in: negotiate's
+ * shared context, the REST endpoints and MCP. Names, the size limit, the
+ * conditional writes of If-Match / If-None-Match (a list of versions), and
+ * what each refusal says. Statements run through the ResourceStore port.
+ */
+import { AppError } from './errors';
+import type { ConversationStore, ListResourcesOptions, ResourceStore } from './ports';
+import { ID_RULE, isValidId } from './resource-names';
+import { ToolError, type Resource } from './tool-interface';
+
+/** A precondition: `*`, or the versions its entity tags name. */
+export type Precondition = { any: true } | { versions: number[] };
+
+/** The versions a precondition allows, as one list for one statement; undefined for none or `*`. */
+export function versionsOf(match: Precondition | undefined): number[] | undefined {
+  return match && 'versions' in match ? match.versions : undefined;
+}
+
+export class ResourceTooLargeError extends ToolError {
+  constructor(bytes: number, max: number) {
+    super('resource_too_large', `Resource data is ${bytes} bytes; the limit is ${max} bytes (RESOURCE_MAX_BYTES)`);
+  }
+}
+
+export function assertResourceName(name: unknown): asserts name is string {
+  if (!isValidId(name)) {
+    throw new ToolError('invalid_args', `name: ${ID_RULE}`);
+  }
+}
+
+export function notFound(name: string): ToolError {
+  return new ToolError('resource_not_found', `Resource not found: ${name}`);
+}
+
+export class ResourceService {
+  constructor(
+    readonly store: ResourceStore,
+    private readonly conversations: ConversationStore,
+    readonly maxBytes: number,
+  ) {}
+
+  /** The data's JSON text for storage; a ToolError when it is missing or over the size limit. */
+  encode(data: unknown): string {
+    if (data === undefined) throw new ToolError('invalid_args', 'data: Required');
+    const text = JSON.stringify(data);
+    const bytes = Buffer.byteLength(text, 'utf8');
+    if (bytes > this.maxBytes) throw new ResourceTooLargeError(bytes, this.maxBytes);
+    return text;
+  }
+
+  /** One page, ordered by name (bytewise); empty for a conversation that does not exist. */
+  list(conversationId: string, opts: ListResourcesOptions): Promise<Resource[]> {
+    return this.store.list(conversationId, opts);
+  }
+
+  /** The same, but not_found when the conversation does not exist. */
+  async listOrNotFound(conversationId: string, opts: ListResourcesOptions): Promise<Resource[]> {
+    if (!(await this.conversations.exists(conversationId))) {
+      throw new AppError('not_found', `Conversation not found: ${conversationId}`);
+    }
+    return this.store.list(conversationId, opts);
+  }
+
+  find(conversationId: string, name: string): Promise<Resource | undefined> {
+    return this.store.get(conversationId, name);
+  }
+
+  async get(conversationId: string, name: string): Promise<Resource> {
+    const resource = await this.store.get(conversationId, name);
+    if (!resource) throw new AppError('not_found', `Resource not found: ${name}`);
+    return resource;
+  }
+
+  /**
+   * A client's write of encoded data: create-only with `noneMatch` (`*`),
+   * conditional on the listed versions with `match`, else create or replace.
+   * The conversation is created on first use.
+   */
+  async put(
+    conversationId: string,
+    name: string,
+    json: string,
+    by: string,
+    match?: Precondition,
+    noneMatch?: Precondition,
+  ): Promise<{ resource: Resource; created: boolean }> {
+    if (noneMatch && !('any' in noneMatch)) {
+      throw new AppError('validation_failed', 'If-None-Match on PUT supports only *', [
+        { path: 'If-None-Match', message: 'only * is supported' },
+      ]);
+    }
+    await this.conversations.ensure(conversationId);
+    if (noneMatch) {
+      const resource = await this.store.create(conversationId, name, json, by);
+      if (!resource) throw new AppError('precondition_failed', `Resource already exists: ${name}`);
+      return { resource, created: true };
+    }
+    if (!match) return this.store.upsert(conversationId, name, json, by);
+    const updated = await this.store.update(conversationId, name, json, by, versionsOf(match));
+    if (updated) return { resource: updated, created: false };
+    const current = await this.store.get(conversationId, name);
+    throw new AppError(
+      'precondition_failed',
+      current ? `Resource ${name} is at version ${current.version}` : `Resource not found: ${name}`,
+    );
+  }
+
+  /** Deletes, conditionally on the listed versions with `match`. */
+  async remove(conversationId: string, name: string, match?: Precondition): Promise<void> {
+    if (await this.store.delete(conversationId, name, versionsOf(match))) return;
+    const exists = await this.store.get(conversationId, name);
+    if (!exists) throw new AppError('not_found', `Resource not found: ${name}`);
+    throw new AppError('precondition_failed', `Resource ${name} is at version ${exists.version}`);
+  }
+}

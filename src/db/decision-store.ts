@@ -1,0 +1,76 @@
+/**
+ * The DecisionStore port: what negotiate needs to decide, in one round trip
+ * for a known conversation.
+ */
+import { readStoredPolicy } from '../core/policy';
+import type { DecisionContext, DecisionStore } from '../core/ports';
+import { toResource, type ResourceRow } from './resource-store';
+import { prepared, type Queryable } from './sql';
+
+const DECISION_SELECT = `
+  SELECT c.legacy_level, c.policy, p.level
+  FROM conversations c LEFT JOIN tool_permissions p ON p.conversation_id = c.id AND p.tool = $2
+  WHERE c.id = $1`;
+
+/** The same, plus the one resource a read action declared it will read. */
+const DECISION_SELECT_PREFETCH = `
+  SELECT c.legacy_level, c.policy, p.level,
+         r.name, r.data, r.created_by, r.updated_by, r.created_at, r.updated_at, r.version
+  FROM conversations c
+  LEFT JOIN tool_permissions p ON p.conversation_id = c.id AND p.tool = $2
+  LEFT JOIN resources r ON r.conversation_id = c.id AND r.name = $3
+  WHERE c.id = $1`;
+
+/** Creates the conversation unless a concurrent request just did, and reads it either way. */
+const DECISION_CREATE = `
+  WITH created AS (
+    INSERT INTO conversations (id) VALUES ($1) ON CONFLICT (id) DO NOTHING
+    RETURNING id, legacy_level, policy
+  ), conv AS (
+    SELECT id, legacy_level, policy FROM created
+    UNION ALL
+    SELECT id, legacy_level, policy FROM conversations WHERE id = $1
+  )
+  SELECT conv.legacy_level, conv.policy, p.level
+  FROM conv LEFT JOIN tool_permissions p ON p.conversation_id = conv.id AND p.tool = $2
+  LIMIT 1`;
+
+type DecisionRow = { legacy_level: number | null; policy: unknown; level: number | null } & Partial<
+  Record<keyof ResourceRow, unknown>
+>;
+
+export class SqlDecisionStore implements DecisionStore {
+  constructor(private readonly pool: Queryable) {}
+
+  async load(conversationId: string, tool: string, create: boolean, prefetch?: string): Promise<DecisionContext> {
+    const db = this.pool;
+    const first =
+      prefetch === undefined
+        ? await prepared<DecisionRow>(db, 'decision_select', DECISION_SELECT, [conversationId, tool])
+        : await prepared<DecisionRow>(db, 'decision_prefetch', DECISION_SELECT_PREFETCH, [
+            conversationId,
+            tool,
+            prefetch,
+          ]);
+    let row = first.rows[0];
+    // Only a row of the prefetching statement says whether the resource exists.
+    const prefetched =
+      row && prefetch !== undefined
+        ? { name: prefetch, resource: row.name == null ? null : toResource(row as unknown as ResourceRow) }
+        : undefined;
+    if (!row && create) {
+      row = (await prepared<DecisionRow>(db, 'decision_create', DECISION_CREATE, [conversationId, tool])).rows[0];
+    }
+    if (!row) return { exists: false, legacyLevel: null, policy: { deny: [] }, explicitLevel: null };
+    // The stored policy is parsed by the domain's rule (src/core/policy.ts): unreadable denies everything.
+    const { policy, problem } = readStoredPolicy(row.policy);
+    return {
+      exists: true,
+      legacyLevel: row.legacy_level,
+      policy,
+      ...(problem ? { policyProblem: problem } : {}),
+      explicitLevel: row.level,
+      ...(prefetched ? { prefetched } : {}),
+    };
+  }
+}

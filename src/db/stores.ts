@@ -1,0 +1,18 @@
+/** The domain's ports (src/core/ports.ts) on one database. */
+import type { Stores } from '../core/ports';
+import { PrismaConversationStore } from './conversation-store';
+import type { Database } from './database';
+import { SqlDecisionStore } from './decision-store';
+import { PrismaPermissionStore } from './permission-store';
+import { SqlResourceStore } from './resource-store';
+import { PoolUnitsOfWork } from './unit-of-work';
+
+export function openStores(db: Pick<Database, 'pool' | 'prisma'>): Stores {
+  return {
+    resources: new SqlResourceStore(db.pool),
+    decisions: new SqlDecisionStore(db.pool),
+    permissions: new PrismaPermissionStore(db.prisma),
+    conversations: new PrismaConversationStore(db.prisma, db.pool),
+    units: new PoolUnitsOfWork(db.pool),
+  };
+}

@@ -1,0 +1,23 @@
+/**
+ * negotiate's outcome codes as HTTP statuses: the one table (API.md,
+ * Negotiate). A success is a 200; database trouble never reaches here (it is
+ * a problem+json 503 from the error handler).
+ */
+import type { NegotiationCode, NegotiationResult } from '../core/negotiation';
+
+export const NEGOTIATION_STATUS: Record<NegotiationCode, number> = {
+  invalid_args: 400,
+  no_tool: 404,
+  unknown_tool: 404,
+  ambiguous_action: 409,
+  permission_required: 403,
+  denied: 403,
+  resource_not_found: 404,
+  resource_exists: 409,
+  resource_too_large: 413,
+  tool_error: 500,
+};
+
+export function negotiationStatus(result: NegotiationResult): number {
+  return result.code === undefined ? 200 : NEGOTIATION_STATUS[result.code];
+}

@@ -1,0 +1,32 @@
+/**
+ * negotiate's outcome codes map to HTTP statuses in one table: every code
+ * the domain can return has exactly the status of API.md's Negotiate table.
+ */
+import { NEGOTIATION_CODES, type NegotiationCode } from '../../src/core/negotiation';
+import { NEGOTIATION_STATUS, negotiationStatus } from '../../src/http/negotiate-status';
+
+// API.md, "Negotiate": outcome | status | code.
+const API_MD: Record<NegotiationCode, number> = {
+  invalid_args: 400,
+  no_tool: 404,
+  unknown_tool: 404,
+  ambiguous_action: 409,
+  permission_required: 403,
+  denied: 403,
+  resource_not_found: 404,
+  resource_exists: 409,
+  resource_too_large: 413,
+  tool_error: 500,
+};
+
+it('maps every negotiate code, and nothing else, to its API.md status', () => {
+  expect(Object.keys(NEGOTIATION_STATUS).sort()).toEqual([...NEGOTIATION_CODES].sort());
+  expect(new Set(NEGOTIATION_CODES).size).toBe(NEGOTIATION_CODES.length);
+  for (const code of NEGOTIATION_CODES) {
+    expect([code, negotiationStatus({ success: false, code })]).toEqual([code, API_MD[code]]);
+  }
+});
+
+it('answers a success with 200', () => {
+  expect(negotiationStatus({ success: true, output: null })).toBe(200);
+});
