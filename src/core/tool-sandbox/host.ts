@@ -28,6 +28,9 @@ import {
 
 type Done = Extract<WorkerMessage, { type: 'done' }>;
 
+/** How long a worker may take to start (load tsx or the compiled worker) before it reports `loading`. */
+const WORKER_BOOT_TIMEOUT_MS = 60_000;
+
 /** A worker's answer, with the last non-ToolError the call's context calls failed with (its likely cause). */
 interface Outcome {
   done: Done;
@@ -208,14 +211,23 @@ export class ToolHost {
         this.kill(worker, reason);
         reject(new SkipModule(reason));
       };
-      const timer = setTimeout(
-        () => fail(`did not finish loading within ${this.loadTimeoutMs} ms; its worker was stopped`),
-        this.loadTimeoutMs,
+      // The load timeout is the module's: it starts when the worker has booted
+      // (which, with several workers starting on a busy machine, can take
+      // seconds) and begins to load it. Booting has its own, generous bound.
+      let timer = setTimeout(
+        () => fail(`its worker did not start within ${WORKER_BOOT_TIMEOUT_MS} ms`),
+        WORKER_BOOT_TIMEOUT_MS,
       );
       let loaded = false;
       const settle = (): void => clearTimeout(timer);
       worker.on('message', (m: WorkerMessage) => {
-        if (m.type === 'loaded') {
+        if (m.type === 'loading') {
+          settle();
+          timer = setTimeout(
+            () => fail(`did not finish loading within ${this.loadTimeoutMs} ms; its worker was stopped`),
+            this.loadTimeoutMs,
+          );
+        } else if (m.type === 'loaded') {
           settle();
           loaded = true;
           resolve(m.tool);

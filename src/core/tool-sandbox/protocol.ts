@@ -62,6 +62,8 @@ export interface CtxReply {
 export type HostMessage = RunRequest | CtxReply;
 
 export type WorkerMessage =
+  /** The worker has started and now loads the module: the load timeout runs from here. */
+  | { type: 'loading' }
   | { type: 'loaded'; tool: ToolMeta }
   | { type: 'skipped'; reason: string }
   | { type: 'ctx'; id: number; seq: number; method: CtxMethod; args: unknown[] }

@@ -129,6 +129,7 @@ port.on('message', (message: HostMessage) => {
 // ---- Loading the module ----
 
 async function load(file: string): Promise<void> {
+  send({ type: 'loading' });
   try {
     tool = await loadToolModule(file);
   } catch (err) {
