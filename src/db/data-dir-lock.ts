@@ -9,7 +9,8 @@
  * names a pid that no longer runs: it is taken over. A pid equal to our own
  * is stale too (a container restarted with the same volume runs as pid 1 again).
  */
-import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
+import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 export class DataDirInUseError extends Error {
@@ -51,27 +52,58 @@ function readOwner(path: string): number | undefined {
   }
 }
 
+/**
+ * Creates the lock with its content in one step: the pid is written to a
+ * private temporary file, which is then hard-linked to the lock's name (link
+ * fails with EEXIST when the name is taken). A reader therefore never sees an
+ * empty or half-written lock, which it would take for a stale one.
+ */
 function tryCreate(path: string): boolean {
-  let fd: number;
+  const tmp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
+  writeFileSync(tmp, `${process.pid}\n`, { mode: 0o600, flag: 'wx' });
   try {
-    fd = openSync(path, 'wx', 0o600);
+    linkSync(tmp, path);
+    return true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
     throw err;
-  }
-  try {
-    writeSync(fd, `${process.pid}\n`);
   } finally {
-    closeSync(fd);
+    rmSync(tmp, { force: true });
   }
-  return true;
+}
+
+/**
+ * Moves a lock judged stale (its owner `dead` is gone) out of the way. Between
+ * the judgement and the move, another process may have taken the stale lock
+ * over and written its own: then the moved file is not the stale one, and it
+ * is put back and its owner reported.
+ */
+export function removeStale(dir: string, path: string, dead: number | undefined): void {
+  const aside = `${path}.stale-${process.pid}-${randomBytes(6).toString('hex')}`;
+  try {
+    renameSync(path, aside);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return; // someone else removed it
+    throw err;
+  }
+  const moved = readOwner(aside);
+  if (moved !== dead && moved !== undefined && moved !== process.pid && isAlive(moved)) {
+    try {
+      linkSync(aside, path);
+    } catch {
+      // yet another process holds the name now; it will judge for itself
+    }
+    rmSync(aside, { force: true });
+    throw new DataDirInUseError(dir, moved);
+  }
+  rmSync(aside, { force: true });
 }
 
 export function lockDataDir(dir: string): DataDirLock {
   mkdirSync(dir, { recursive: true });
   const path = join(dir, LOCK_FILE);
   if (held.has(path)) throw new DataDirInUseError(dir, process.pid);
-  // Two rounds: a stale lock is moved aside, then the exclusive create is retried once.
+  // A few rounds: a stale lock is moved aside, then the exclusive create is retried.
   for (let attempt = 0; attempt < 3; attempt++) {
     if (tryCreate(path)) {
       held.add(path);
@@ -86,15 +118,7 @@ export function lockDataDir(dir: string): DataDirLock {
     }
     const owner = readOwner(path);
     if (owner !== undefined && owner !== process.pid && isAlive(owner)) throw new DataDirInUseError(dir, owner);
-    // Stale: move it aside under a name of our own (atomic), so that of two
-    // processes taking over at once only one removes it; then retry the create.
-    const aside = `${path}.stale-${process.pid}`;
-    try {
-      renameSync(path, aside);
-      rmSync(aside, { force: true });
-    } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
-    }
+    removeStale(dir, path, owner);
   }
   const owner = readOwner(path);
   throw new DataDirInUseError(dir, owner ?? 0);

@@ -48,6 +48,7 @@ export function openDatabase(opts: DatabaseOptions): Database {
   // The pool re-emits an idle client's error here; the client's listener has logged it.
   pool.on('error', () => undefined);
   if (opts.sharedSession) pool.on('connect', unnameStatements);
+  classifyConnectFailures(pool);
   const prisma = new PrismaClient({ adapter: new PrismaPg(pool) });
   let closed = false;
   return {
@@ -63,6 +64,29 @@ export function openDatabase(opts: DatabaseOptions): Database {
       await pool.end();
     },
   };
+}
+
+/**
+ * A connection the pool cannot get in time fails with pg-pool's uncoded
+ * "timeout exceeded when trying to connect" (every connection busy, or the
+ * server not answering); so does a connection ended during its start-up. Such
+ * uncoded failures of `connect` (which `pool.query` and Prisma's adapter use
+ * too) are marked as unavailability, so they answer 503, not 500. Failures
+ * with a code (a wrong password, 28P01) keep being judged by their code.
+ */
+function classifyConnectFailures(pool: Pool): void {
+  type Callback = (err: Error | undefined, client?: PoolClient, done?: (release?: unknown) => void) => void;
+  const connect = pool.connect.bind(pool) as (cb?: Callback) => Promise<PoolClient> | undefined;
+  const mark = (err: Error): Error => {
+    if (err && typeof err === 'object' && (err as { code?: unknown }).code === undefined) unavailable.add(err);
+    return err;
+  };
+  (pool as { connect: unknown }).connect = (cb?: Callback) =>
+    typeof cb === 'function'
+      ? connect((err, client, done) => cb(err ? mark(err) : err, client, done))
+      : connect()!.catch((err: Error) => {
+          throw mark(err);
+        });
 }
 
 /** Drops the `name` of query configs, so nothing is prepared under a session-wide name. */
@@ -84,6 +108,8 @@ function unnameStatements(client: PoolClient): void {
  * lets isDatabaseUnavailable classify them without reading message text.
  */
 const lostConnection = new WeakSet<object>();
+/** Uncoded connect failures (see classifyConnectFailures). */
+const unavailable = new WeakSet<object>();
 
 /** A query on a client whose connection was lost: SQLSTATE 08006, connection_failure. */
 export class ConnectionLostError extends Error {
@@ -122,7 +148,7 @@ const PRISMA_UNAVAILABLE = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']
  */
 export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
   if (!err || typeof err !== 'object' || depth > 6) return false;
-  if (lostConnection.has(err)) return true;
+  if (lostConnection.has(err) || unavailable.has(err)) return true;
   const rec = err as { code?: unknown; kind?: unknown; cause?: unknown; originalCode?: unknown; meta?: unknown };
   for (const c of [rec.code, rec.originalCode]) {
     if (typeof c !== 'string') continue;
