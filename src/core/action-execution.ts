@@ -4,7 +4,7 @@
  * that refuses writes; the tool-timeout; the retry after a deadlock. Also the
  * dry run's argument check inside an isolated tool's worker.
  */
-import { isUnavailable } from './errors';
+import { AppError, isUnavailable } from './errors';
 import { fail, type NegotiationResult, type Routing } from './negotiation';
 import type { UnitsOfWork } from './ports';
 import type { ResourceService } from './resource-service';
@@ -42,6 +42,14 @@ async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | type
   } finally {
     clearTimeout(timer);
   }
+}
+
+/** An AppError along the cause chain: a tool may wrap the error its shared context threw. */
+function appErrorIn(err: unknown): AppError | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof AppError) return e;
+  }
+  return undefined;
 }
 
 export async function runAction(
@@ -105,6 +113,10 @@ export async function runAction(
     if (err instanceof ToolError) return fail(err.code, err.message, decided);
     // Database trouble is the service's, not the tool's: the transport answers it (a 503), not a tool_error.
     if (isUnavailable(err)) throw err;
+    // So is a database error src/db translated into the domain's (the conversation deleted while the
+    // action ran, say): the transport answers it as it does on REST (a 404 not_found problem).
+    const domainError = appErrorIn(err);
+    if (domainError) throw domainError;
     deps.logger.error({ err, tool: action.tool, action: action.name, conversationId }, 'tool threw');
     return fail('tool_error', `Tool ${action.tool} failed while running ${action.name}`, decided);
   }

@@ -128,7 +128,7 @@ export class ToolHost {
     }
     // The handler passed on a failure of the service's own context (say, the database is down):
     // that failure, not a tool_error, is what the manager must see.
-    if (contextError instanceof Error && !done.error?.code && done.error?.message === errorMessage(contextError)) {
+    if (contextError instanceof Error && done.error?.fromContext) {
       throw contextError;
     }
     throw fromWire(done.error);

@@ -23,6 +23,8 @@ export interface WireError {
   message: string;
   /** The worker-side stack of an unexpected error: for the service's log only, never for a response. */
   stack?: string;
+  /** The tool passed on (or wrapped) an error a shared-context call failed with: the service's trouble. */
+  fromContext?: boolean;
 }
 
 /** The SharedContext methods a worker may call; nothing else is served. */
