@@ -70,8 +70,9 @@ export async function runAction(
     unit,
     prefetched,
   });
-  // Aborted on timeout: an isolated (TOOLS_DIR) action's worker is then terminated.
-  const stop = new AbortController();
+  // Aborted on timeout: an isolated (TOOLS_DIR) action's worker is then terminated. Only isolated
+  // actions (those with checkArgs) can be stopped, so only they get one: in-process ones run per request.
+  const stop = action.checkArgs ? new AbortController() : undefined;
   const running = action.run(
     args,
     {
@@ -83,14 +84,14 @@ export async function runAction(
       logger: deps.logger,
       exportDir: deps.exportDir,
     },
-    stop.signal,
+    stop?.signal,
   );
   // A handler still running after a timeout may reject later: nobody awaits it then.
   running.catch(() => undefined);
   try {
     const output = await withTimeout(running, deps.toolTimeoutMs);
     if (output === TIMED_OUT) {
-      stop.abort();
+      stop?.abort();
       await unit?.abandon();
       deps.logger.error(
         { tool: action.tool, action: action.name, conversationId, timeoutMs: deps.toolTimeoutMs },
