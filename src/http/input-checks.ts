@@ -9,7 +9,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import type { RequestHandler } from 'express';
-import { AppError, type FieldError } from './problem';
+import { AppError, type FieldError, fieldProblem } from './problem';
 
 /** API.md: JSON nested deeper than this is a 400. The body itself is level 1. */
 export const MAX_JSON_DEPTH = 64;
@@ -98,10 +98,6 @@ export const checkJsonBody: RequestHandler = (req, _res, next) => {
   next(new UnstorableInputError(issue, inArgs));
 };
 
-function invalid(path: string, message: string): AppError {
-  return new AppError('validation_failed', `${path}: ${message}`, [{ path, message }]);
-}
-
 /**
  * Before routing: every path segment and query parameter must percent-decode
  * (express would throw a URIError later, a 500, or keep the bytes as text),
@@ -113,10 +109,10 @@ export const checkUrl: RequestHandler = (req, _res, next) => {
     try {
       decoded = decodeURIComponent(segment);
     } catch {
-      return next(invalid('path', 'has malformed percent-encoding'));
+      return next(fieldProblem('path', 'has malformed percent-encoding'));
     }
     const problem = stringProblem(decoded);
-    if (problem) return next(invalid('path', problem));
+    if (problem) return next(fieldProblem('path', problem));
   }
   // Express 5 parses req.query anew on every read: without a query string there is nothing to check.
   const q = req.originalUrl.indexOf('?');
@@ -126,14 +122,14 @@ export const checkUrl: RequestHandler = (req, _res, next) => {
     try {
       decodeURIComponent(part.replace(/\+/g, ' '));
     } catch {
-      return next(invalid('query', 'has malformed percent-encoding'));
+      return next(fieldProblem('query', 'has malformed percent-encoding'));
     }
   }
   for (const [name, value] of Object.entries(req.query as Record<string, unknown>)) {
     const nameProblem = stringProblem(name);
-    if (nameProblem) return next(invalid('query', `has a parameter name that ${nameProblem}`));
+    if (nameProblem) return next(fieldProblem('query', `has a parameter name that ${nameProblem}`));
     const issue = findUnstorable(value, name);
-    if (issue) return next(invalid(issue.path, issue.message));
+    if (issue) return next(fieldProblem(issue.path, issue.message));
   }
   next();
 };
