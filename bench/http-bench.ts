@@ -13,8 +13,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { freePort } from './free-port';
 import { join } from 'node:path';
 import autocannon from 'autocannon';
-import { Client } from 'pg';
-import { parseIntoClientConfig } from 'pg-connection-string';
+import { withAdmin } from './admin-client';
 
 const ROOT = join(__dirname, '..');
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
@@ -30,16 +29,6 @@ export interface HttpBenchRow {
   p99Ms: number;
   non2xx: number;
   errors: number;
-}
-
-async function admin(url: string, sql: string): Promise<void> {
-  const c = new Client(parseIntoClientConfig(url));
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
 }
 
 /** Starts a server process; resolves when it prints a line matching readyLine (or at once without one). */
@@ -100,8 +89,8 @@ async function load(name: string, url: string, body: unknown): Promise<HttpBench
 }
 
 export async function runHttpBench(serverUrl: string): Promise<HttpBenchRow[]> {
-  await admin(serverUrl, `DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
-  await admin(serverUrl, `CREATE DATABASE "${DB_NAME}"`);
+  await withAdmin(serverUrl, (c) => c.query(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`));
+  await withAdmin(serverUrl, (c) => c.query(`CREATE DATABASE "${DB_NAME}"`));
   const u = new URL(serverUrl);
   u.pathname = `/${DB_NAME}`;
   const dbUrl = u.toString();
@@ -135,7 +124,7 @@ export async function runHttpBench(serverUrl: string): Promise<HttpBenchRow[]> {
     service.kill('SIGTERM');
     floor.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 500));
-    await admin(serverUrl, `DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
+    await withAdmin(serverUrl, (c) => c.query(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`));
   }
 }
 

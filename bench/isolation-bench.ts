@@ -11,13 +11,13 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client } from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
 import { wireServices } from '../src/bootstrap';
 import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/db/database';
 import { applyMigrations } from '../src/db/migrator';
 import { createLogger } from '../src/logger';
+import { withAdmin } from './admin-client';
 
 const N = Number(process.env.BENCH_CALLS ?? 1000);
 const ROUNDS = 5;
@@ -40,16 +40,6 @@ const CASES: { name: string; action: string; args: Record<string, unknown> }[] =
   { name: 'echo (no shared-context call)', action: 'bench-tool/echo', args: { text: 'hi' } },
   { name: 'read-one (one getResource)', action: 'bench-tool/read-one', args: { name: 'doc' } },
 ];
-
-async function admin(url: string, sql: string): Promise<void> {
-  const c = new Client(parseIntoClientConfig(url));
-  await c.connect();
-  try {
-    await c.query(sql);
-  } finally {
-    await c.end();
-  }
-}
 
 /** Mean microseconds per call of `action`, `calls` calls one after another. */
 type Manager = ReturnType<typeof wireServices>['services']['manager'];
@@ -98,8 +88,8 @@ async function compare(
 async function main(): Promise<void> {
   const serverUrl =
     process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || 'postgresql://root@127.0.0.1:5432/postgres';
-  await admin(serverUrl, `DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
-  await admin(serverUrl, `CREATE DATABASE "${DB_NAME}"`);
+  await withAdmin(serverUrl, (c) => c.query(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`));
+  await withAdmin(serverUrl, (c) => c.query(`CREATE DATABASE "${DB_NAME}"`));
   const u = new URL(serverUrl);
   u.pathname = `/${DB_NAME}`;
   const toolsDir = mkdtempSync(join(tmpdir(), 'isolation-bench-'));
@@ -128,7 +118,7 @@ async function main(): Promise<void> {
     for (const w of wirings) await w.registry.close();
     await db.close();
     rmSync(toolsDir, { recursive: true, force: true });
-    await admin(serverUrl, `DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`);
+    await withAdmin(serverUrl, (c) => c.query(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`));
   }
 }
 

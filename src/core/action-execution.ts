@@ -4,7 +4,7 @@
  * that refuses writes; the tool-timeout; the retry after a deadlock. Also the
  * dry run's argument check inside an isolated tool's worker.
  */
-import { isUnavailable } from './errors';
+import { AppError, isUnavailable } from './errors';
 import { fail, type NegotiationResult, type Routing } from './negotiation';
 import type { UnitsOfWork } from './ports';
 import type { ResourceService } from './resource-service';
@@ -44,6 +44,14 @@ async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | type
   }
 }
 
+/** An AppError along the cause chain: a tool may wrap the error its shared context threw. */
+function appErrorIn(err: unknown): AppError | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (e instanceof AppError) return e;
+  }
+  return undefined;
+}
+
 export async function runAction(
   deps: ExecutionDeps,
   conversationId: string,
@@ -62,8 +70,9 @@ export async function runAction(
     unit,
     prefetched,
   });
-  // Aborted on timeout: an isolated (TOOLS_DIR) action's worker is then terminated.
-  const stop = new AbortController();
+  // Aborted on timeout: an isolated (TOOLS_DIR) action's worker is then terminated. Only isolated
+  // actions (those with checkArgs) can be stopped, so only they get one: in-process ones run per request.
+  const stop = action.checkArgs ? new AbortController() : undefined;
   const running = action.run(
     args,
     {
@@ -75,14 +84,14 @@ export async function runAction(
       logger: deps.logger,
       exportDir: deps.exportDir,
     },
-    stop.signal,
+    stop?.signal,
   );
   // A handler still running after a timeout may reject later: nobody awaits it then.
   running.catch(() => undefined);
   try {
     const output = await withTimeout(running, deps.toolTimeoutMs);
     if (output === TIMED_OUT) {
-      stop.abort();
+      stop?.abort();
       await unit?.abandon();
       deps.logger.error(
         { tool: action.tool, action: action.name, conversationId, timeoutMs: deps.toolTimeoutMs },
@@ -105,6 +114,10 @@ export async function runAction(
     if (err instanceof ToolError) return fail(err.code, err.message, decided);
     // Database trouble is the service's, not the tool's: the transport answers it (a 503), not a tool_error.
     if (isUnavailable(err)) throw err;
+    // So is a database error src/db translated into the domain's (the conversation deleted while the
+    // action ran, say): the transport answers it as it does on REST (a 404 not_found problem).
+    const domainError = appErrorIn(err);
+    if (domainError) throw domainError;
     deps.logger.error({ err, tool: action.tool, action: action.name, conversationId }, 'tool threw');
     return fail('tool_error', `Tool ${action.tool} failed while running ${action.name}`, decided);
   }

@@ -2,8 +2,9 @@
  * The domain's errors: one type with a machine-readable code, which every
  * transport maps to its own answer (src/http/problem.ts to problem+json), and
  * the two database conditions the domain must tell apart from a tool's
- * failure. The adapters in src/db raise those two; the domain never looks at
- * driver codes.
+ * failure. The adapters in src/db raise those two, and an AppError for a
+ * database error that is the client's (or a lost race's); the domain never
+ * looks at driver codes.
  */
 
 /** A machine-readable error code (problem+json's `code`). */
@@ -32,8 +33,10 @@ export class AppError extends Error {
     public readonly code: ErrorCode,
     message: string,
     public readonly errors?: FieldError[],
+    /** The cause, for the log only (a database error the adapters translated, say). */
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
     this.name = 'AppError';
   }
 }

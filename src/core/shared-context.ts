@@ -48,13 +48,12 @@ export class ConversationSharedContext implements SharedContext {
     return this.conflict;
   }
 
-  private async track<T>(statement: Promise<T>): Promise<T> {
-    try {
-      return await statement;
-    } catch (err) {
+  /** Notes a deadlock abort; a plain rejection handler, not another async frame per statement. */
+  private track<T>(statement: Promise<T>): Promise<T> {
+    return statement.then(undefined, (err: unknown) => {
       if (err instanceof TransactionAbortedError) this.conflict = true;
       throw err;
-    }
+    });
   }
 
   private async writer(): Promise<Transaction> {

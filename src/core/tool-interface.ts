@@ -95,7 +95,17 @@ export interface ToolContext<A = Record<string, unknown>> {
 }
 
 /** Codes a tool (or the shared context) may throw; anything else thrown is a `tool_error`. */
-export type ToolErrorCode = 'resource_not_found' | 'resource_exists' | 'resource_too_large' | 'invalid_args';
+export const TOOL_ERROR_CODES = [
+  'resource_not_found',
+  'resource_exists',
+  'resource_too_large',
+  'invalid_args',
+] as const;
+export type ToolErrorCode = (typeof TOOL_ERROR_CODES)[number];
+
+export function isToolErrorCode(code: unknown): code is ToolErrorCode {
+  return (TOOL_ERROR_CODES as readonly unknown[]).includes(code);
+}
 
 export class ToolError extends Error {
   constructor(

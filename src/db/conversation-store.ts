@@ -1,12 +1,13 @@
 /**
  * The ConversationStore port: Prisma for the REST endpoints, plain SQL for
- * the two checks on the resource paths.
+ * the two checks on the resource paths; every call's errors translated
+ * (src/db/sql.ts) like the SQL adapters'.
  */
 import { readStoredPolicy, type TPolicy } from '../core/policy';
 import type { ConversationStore, ConversationView } from '../core/ports';
 import type { PrismaClient } from '../generated/prisma/client';
 import { Prisma } from '../generated/prisma/client';
-import type { Queryable } from './sql';
+import { type Queryable, translateError, translated } from './sql';
 
 type Row = {
   id: string;
@@ -47,26 +48,26 @@ export class PrismaConversationStore implements ConversationStore {
       return toView(row);
     } catch (err) {
       if (err instanceof Prisma.PrismaClientKnownRequestError && err.code === 'P2002') return undefined;
-      throw err;
+      throw translateError(err);
     }
   }
 
   async get(id: string): Promise<ConversationView | undefined> {
-    const row = await this.prisma.conversation.findUnique({ where: { id }, select: SELECT });
+    const row = await translated(this.prisma.conversation.findUnique({ where: { id }, select: SELECT }));
     return row ? toView(row) : undefined;
   }
 
   async delete(id: string): Promise<boolean> {
-    const { count } = await this.prisma.conversation.deleteMany({ where: { id } });
+    const { count } = await translated(this.prisma.conversation.deleteMany({ where: { id } }));
     return count > 0;
   }
 
   async exists(id: string): Promise<boolean> {
-    const { rows } = await this.pool.query('SELECT 1 FROM conversations WHERE id = $1', [id]);
+    const { rows } = await translated(this.pool.query('SELECT 1 FROM conversations WHERE id = $1', [id]));
     return rows.length > 0;
   }
 
   async ensure(id: string): Promise<void> {
-    await this.pool.query('INSERT INTO conversations (id) VALUES ($1) ON CONFLICT (id) DO NOTHING', [id]);
+    await translated(this.pool.query('INSERT INTO conversations (id) VALUES ($1) ON CONFLICT (id) DO NOTHING', [id]));
   }
 }

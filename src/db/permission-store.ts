@@ -1,11 +1,13 @@
 /**
  * The PermissionStore port with Prisma: levels, their history, and the one
- * transaction that changes a level and records it.
+ * transaction that changes a level and records it. Every call's errors are
+ * translated (src/db/sql.ts) like the SQL adapters'.
  */
 import { effectiveLevel, type LevelChange, type PermissionEventView } from '../core/permissions';
 import type { PermissionStore, StoredLevels } from '../core/ports';
 import type { Level } from '../core/tool-interface';
 import type { PrismaClient } from '../generated/prisma/client';
+import { translated } from './sql';
 
 export class PrismaPermissionStore implements PermissionStore {
   constructor(private readonly prisma: PrismaClient) {}
@@ -16,47 +18,53 @@ export class PrismaPermissionStore implements PermissionStore {
    * really replaced.
    */
   async setLevel(conversationId: string, tool: string, level: Level, actor: string): Promise<LevelChange> {
-    return this.prisma.$transaction(async (tx) => {
-      await tx.$executeRaw`INSERT INTO conversations (id) VALUES (${conversationId}) ON CONFLICT (id) DO NOTHING`;
-      const [conv] = await tx.$queryRaw<Array<{ legacy_level: number | null }>>`
+    return translated(
+      this.prisma.$transaction(async (tx) => {
+        await tx.$executeRaw`INSERT INTO conversations (id) VALUES (${conversationId}) ON CONFLICT (id) DO NOTHING`;
+        const [conv] = await tx.$queryRaw<Array<{ legacy_level: number | null }>>`
         SELECT legacy_level FROM conversations WHERE id = ${conversationId} FOR UPDATE`;
-      const current = await tx.toolPermission.findUnique({
-        where: { conversationId_tool: { conversationId, tool } },
-        select: { level: true },
-      });
-      const previousLevel = effectiveLevel(current?.level, conv?.legacy_level).level;
-      const now = new Date();
-      await tx.toolPermission.upsert({
-        where: { conversationId_tool: { conversationId, tool } },
-        create: { conversationId, tool, level, upgradedAt: now },
-        update: { level, upgradedAt: now },
-      });
-      await tx.permissionEvent.create({
-        data: { conversationId, tool, fromLevel: previousLevel, toLevel: level, actor, at: now },
-      });
-      await tx.conversation.update({ where: { id: conversationId }, data: { updatedAt: now } });
-      return { tool, level, previousLevel };
-    });
+        const current = await tx.toolPermission.findUnique({
+          where: { conversationId_tool: { conversationId, tool } },
+          select: { level: true },
+        });
+        const previousLevel = effectiveLevel(current?.level, conv?.legacy_level).level;
+        const now = new Date();
+        await tx.toolPermission.upsert({
+          where: { conversationId_tool: { conversationId, tool } },
+          create: { conversationId, tool, level, upgradedAt: now },
+          update: { level, upgradedAt: now },
+        });
+        await tx.permissionEvent.create({
+          data: { conversationId, tool, fromLevel: previousLevel, toLevel: level, actor, at: now },
+        });
+        await tx.conversation.update({ where: { id: conversationId }, data: { updatedAt: now } });
+        return { tool, level, previousLevel };
+      }),
+    );
   }
 
   async levels(conversationId: string): Promise<StoredLevels | undefined> {
-    const conv = await this.prisma.conversation.findUnique({
-      where: { id: conversationId },
-      select: { legacyLevel: true, permissions: { select: { tool: true, level: true, upgradedAt: true } } },
-    });
+    const conv = await translated(
+      this.prisma.conversation.findUnique({
+        where: { id: conversationId },
+        select: { legacyLevel: true, permissions: { select: { tool: true, level: true, upgradedAt: true } } },
+      }),
+    );
     return conv ? { legacyLevel: conv.legacyLevel, explicit: conv.permissions } : undefined;
   }
 
   async history(conversationId: string): Promise<PermissionEventView[] | undefined> {
-    const conv = await this.prisma.conversation.findUnique({
-      where: { id: conversationId },
-      select: {
-        history: {
-          orderBy: { id: 'asc' },
-          select: { tool: true, fromLevel: true, toLevel: true, at: true, actor: true },
+    const conv = await translated(
+      this.prisma.conversation.findUnique({
+        where: { id: conversationId },
+        select: {
+          history: {
+            orderBy: { id: 'asc' },
+            select: { tool: true, fromLevel: true, toLevel: true, at: true, actor: true },
+          },
         },
-      },
-    });
+      }),
+    );
     return conv?.history.map((e) => ({
       tool: e.tool,
       fromLevel: e.fromLevel,

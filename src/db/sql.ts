@@ -1,9 +1,10 @@
 /**
  * How the SQL adapters talk to `pg`: a pool or a transaction's client, named
- * (prepared) statements, and the translation of the driver's errors into the
- * two the domain tells apart (src/core/errors.ts).
+ * (prepared) statements, and the one translation of driver (and Prisma)
+ * errors into the domain's (src/core/errors.ts), so every transport and the
+ * negotiate path see the same errors.
  */
-import { TransactionAbortedError, UnavailableError } from '../core/errors';
+import { AppError, TransactionAbortedError, UnavailableError } from '../core/errors';
 import type { Transaction } from '../core/ports';
 import { isDatabaseUnavailable } from './database';
 
@@ -20,30 +21,75 @@ export function clientOf(tx: Transaction): Queryable {
   return tx as unknown as Queryable;
 }
 
-/** Deadlock detected, serialization failure: the whole unit of work may run again. */
-const RETRYABLE_SQLSTATES = new Set(['40P01', '40001']);
+/** The codes along an error's cause chain: pg's `code`, the Prisma adapter's `originalCode`, Prisma's own `code`. */
+function codesOf(err: unknown): string[] {
+  const codes: string[] = [];
+  const seen = new Set<unknown>();
+  const queue: unknown[] = [err];
+  while (queue.length > 0 && seen.size < 8) {
+    const e = queue.shift();
+    if (!e || typeof e !== 'object' || seen.has(e)) continue;
+    seen.add(e);
+    const rec = e as {
+      code?: unknown;
+      originalCode?: unknown;
+      cause?: unknown;
+      meta?: { driverAdapterError?: unknown };
+    };
+    for (const c of [rec.code, rec.originalCode]) if (typeof c === 'string') codes.push(c);
+    queue.push(rec.cause, rec.meta?.driverAdapterError);
+  }
+  return codes;
+}
 
-/** The domain's error for a driver error that is one of its two conditions; else the error itself. */
+/** The domain's error for one SQLSTATE (or Prisma code), or undefined. Codes, never message text. */
+function domainErrorOf(code: string, err: unknown): Error | undefined {
+  switch (code) {
+    case '40P01': // deadlock detected: the whole unit of work may run again
+    case '40001': // serialization failure: likewise
+      return new TransactionAbortedError(err);
+    case '22P05': // untranslatable character (a NUL in text or jsonb)
+    case '22021': // invalid byte sequence for the encoding
+      return new AppError('validation_failed', 'The request holds characters the database cannot store', undefined, {
+        cause: err,
+      });
+    case '23503': // foreign key violation: the conversation was deleted while this request ran
+    case 'P2003':
+      return new AppError('not_found', 'The conversation was deleted while this request ran', undefined, {
+        cause: err,
+      });
+  }
+  return undefined;
+}
+
+/** The domain's error for a driver or Prisma error that is one of its conditions; else the error itself. */
 export function translateError(err: unknown): unknown {
   if (isDatabaseUnavailable(err)) return new UnavailableError(err);
-  const code = typeof err === 'object' && err !== null ? (err as { code?: unknown }).code : undefined;
-  if (typeof code === 'string' && RETRYABLE_SQLSTATES.has(code)) return new TransactionAbortedError(err);
+  for (const code of codesOf(err)) {
+    const translated = domainErrorOf(code, err);
+    if (translated) return translated;
+  }
   return err;
+}
+
+/** A promise's rejection rethrown as the domain's error (no extra async frame on the hot path). */
+export function translated<T>(statement: PromiseLike<T>): Promise<T> {
+  return Promise.resolve(statement).then(undefined, rethrowTranslated);
+}
+
+function rethrowTranslated(err: unknown): never {
+  throw translateError(err);
 }
 
 /**
  * A named (prepared) statement: Postgres parses and plans it once per
  * connection instead of on every call, which matters on the negotiate path.
  */
-export async function prepared<R extends object>(
+export function prepared<R extends object>(
   db: Queryable,
   name: string,
   text: string,
   values: unknown[],
 ): Promise<{ rows: R[]; rowCount: number | null }> {
-  try {
-    return await db.query<R>({ name, text, values });
-  } catch (err) {
-    throw translateError(err);
-  }
+  return db.query<R>({ name, text, values }).then(undefined, rethrowTranslated);
 }

@@ -9,7 +9,7 @@
  */
 import { isUtf8 } from 'node:buffer';
 import type { RequestHandler } from 'express';
-import { AppError, type FieldError } from './problem';
+import { AppError, type FieldError, fieldProblem } from './problem';
 
 /** API.md: JSON nested deeper than this is a 400. The body itself is level 1. */
 export const MAX_JSON_DEPTH = 64;
@@ -43,8 +43,12 @@ function childPath(parent: string, key: string | number): string {
   return parent ? `${parent}.${shown}` : shown;
 }
 
-/** The first thing in a parsed JSON value that cannot be stored, or undefined. */
-export function findUnstorable(value: unknown, path = '', depth = 1): FieldError | undefined {
+/**
+ * The first thing in a value that cannot be stored, with its path when
+ * `path` is a string; with `path` null no path is built (the common case,
+ * where nothing is wrong, then costs no string per node).
+ */
+function walk(value: unknown, path: string | null, depth: number): FieldError | undefined {
   const at = path || 'body';
   if (typeof value === 'string') {
     const problem = stringProblem(value);
@@ -54,7 +58,7 @@ export function findUnstorable(value: unknown, path = '', depth = 1): FieldError
   if (depth > MAX_JSON_DEPTH) return { path: at, message: `is nested deeper than ${MAX_JSON_DEPTH} levels` };
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      const found = findUnstorable(value[i], childPath(path, i), depth + 1);
+      const found = walk(value[i], path === null ? null : childPath(path, i), depth + 1);
       if (found) return found;
     }
     return undefined;
@@ -63,10 +67,15 @@ export function findUnstorable(value: unknown, path = '', depth = 1): FieldError
     // The key is not echoed: it is what cannot be shown safely.
     const keyProblem = key === '__proto__' ? 'has a key named __proto__' : stringProblem(key);
     if (keyProblem) return { path: at, message: keyProblem.replace(/^contains/, 'has a key that contains') };
-    const found = findUnstorable(child, childPath(path, key), depth + 1);
+    const found = walk(child, path === null ? null : childPath(path, key), depth + 1);
     if (found) return found;
   }
   return undefined;
+}
+
+/** The first thing in a parsed JSON value that cannot be stored, or undefined: paths are built only then. */
+export function findUnstorable(value: unknown, path = ''): FieldError | undefined {
+  return walk(value, null, 1) && walk(value, path, 1);
 }
 
 /**
@@ -89,10 +98,6 @@ export const checkJsonBody: RequestHandler = (req, _res, next) => {
   next(new UnstorableInputError(issue, inArgs));
 };
 
-function invalid(path: string, message: string): AppError {
-  return new AppError('validation_failed', `${path}: ${message}`, [{ path, message }]);
-}
-
 /**
  * Before routing: every path segment and query parameter must percent-decode
  * (express would throw a URIError later, a 500, or keep the bytes as text),
@@ -104,27 +109,27 @@ export const checkUrl: RequestHandler = (req, _res, next) => {
     try {
       decoded = decodeURIComponent(segment);
     } catch {
-      return next(invalid('path', 'has malformed percent-encoding'));
+      return next(fieldProblem('path', 'has malformed percent-encoding'));
     }
     const problem = stringProblem(decoded);
-    if (problem) return next(invalid('path', problem));
+    if (problem) return next(fieldProblem('path', problem));
   }
-  // The query parser decodes leniently (`%ff` stays `%ff`): check the raw text.
+  // Express 5 parses req.query anew on every read: without a query string there is nothing to check.
   const q = req.originalUrl.indexOf('?');
-  if (q >= 0) {
-    for (const part of req.originalUrl.slice(q + 1).split(/[&;]/)) {
-      try {
-        decodeURIComponent(part.replace(/\+/g, ' '));
-      } catch {
-        return next(invalid('query', 'has malformed percent-encoding'));
-      }
+  if (q < 0) return next();
+  // The query parser decodes leniently (`%ff` stays `%ff`): check the raw text.
+  for (const part of req.originalUrl.slice(q + 1).split(/[&;]/)) {
+    try {
+      decodeURIComponent(part.replace(/\+/g, ' '));
+    } catch {
+      return next(fieldProblem('query', 'has malformed percent-encoding'));
     }
   }
   for (const [name, value] of Object.entries(req.query as Record<string, unknown>)) {
     const nameProblem = stringProblem(name);
-    if (nameProblem) return next(invalid('query', `has a parameter name that ${nameProblem}`));
+    if (nameProblem) return next(fieldProblem('query', `has a parameter name that ${nameProblem}`));
     const issue = findUnstorable(value, name);
-    if (issue) return next(invalid(issue.path, issue.message));
+    if (issue) return next(fieldProblem(issue.path, issue.message));
   }
   next();
 };

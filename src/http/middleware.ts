@@ -2,10 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { ValidateError } from '@tsoa/runtime';
 import type { ErrorRequestHandler, Express, RequestHandler, Response } from 'express';
 import { isUnavailable } from '../core/errors';
-import { isDatabaseUnavailable } from '../db/database';
 import type { Logger } from '../logger';
 import { allowedMethods } from './allowed-methods';
-import { clientErrorOf } from './db-errors';
 import { UnstorableInputError } from './input-checks';
 import { AppError, type FieldError, type ProblemCode, problemOf } from './problem';
 
@@ -119,10 +117,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     if (bodyError.expose === true && typeof bodyError.status === 'number') {
       if (bodyParserProblem(res, typeof bodyError.type === 'string' ? bodyError.type : '', bodyError.status)) return;
     }
-    const clientError = clientErrorOf(err);
-    if (clientError) return sendProblem(res, clientError.code, clientError.message);
-    // The domain's UnavailableError (raised by src/db), or a driver error that reached here unwrapped.
-    if (isUnavailable(err) || isDatabaseUnavailable(err)) {
+    // src/db translates every driver error it raises: unavailability is the domain's UnavailableError.
+    if (isUnavailable(err)) {
       logger.warn({ err, reqId: req.id }, 'database unavailable');
       return sendProblem(res, 'unavailable', 'The database is unavailable; retry later');
     }

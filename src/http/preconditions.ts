@@ -4,9 +4,7 @@
  * (`"abc"`, `W/"x"`) simply matches nothing, which is a 412, not a 400.
  */
 import type { Precondition } from '../core/resource-service';
-import { AppError } from './problem';
-
-export type { Precondition } from '../core/resource-service';
+import { fieldProblem } from './problem';
 
 /** No client needs more; a longer list is only an attempt to make the server work. */
 export const MAX_PRECONDITION_LENGTH = 4096;
@@ -15,14 +13,10 @@ export const MAX_PRECONDITION_LENGTH = 4096;
 const ENTITY_TAG = /[ \t]*(?:W\/)?"([\x21\x23-\x7e\x80-\xff]*)"[ \t]*(?:,|$)/y;
 const VERSION = /^\d{1,9}$/;
 
-function invalid(name: string, message: string): AppError {
-  return new AppError('validation_failed', `${name} ${message}`, [{ path: name, message }]);
-}
-
 export function parsePrecondition(header: string | undefined, name: string): Precondition | undefined {
   if (header === undefined) return undefined;
   if (header.length > MAX_PRECONDITION_LENGTH) {
-    throw invalid(name, `is longer than ${MAX_PRECONDITION_LENGTH} characters`);
+    throw fieldProblem(name, `is longer than ${MAX_PRECONDITION_LENGTH} characters`);
   }
   const value = header.trim();
   if (value === '*') return { any: true };
@@ -36,7 +30,7 @@ export function parsePrecondition(header: string | undefined, name: string): Pre
     if (VERSION.test(m[1]!)) versions.add(Number(m[1]));
   }
   if (count === 0 || ENTITY_TAG.lastIndex !== value.length || value.endsWith(',')) {
-    throw invalid(name, 'must be * or entity tags such as "3"');
+    throw fieldProblem(name, 'must be * or entity tags such as "3"');
   }
   return { versions: [...versions] };
 }

@@ -2,7 +2,7 @@
  * The one place that maps the domain's error codes (src/core/errors.ts) to
  * HTTP statuses and RFC 9457 problem+json bodies.
  */
-import type { ErrorCode, FieldError } from '../core/errors';
+import { AppError, type ErrorCode, type FieldError } from '../core/errors';
 
 export { AppError, type FieldError } from '../core/errors';
 
@@ -65,4 +65,9 @@ export function problemOf(code: ProblemCode, detail: string, errors?: FieldError
     ...(errors ? { errors } : {}),
     ...(requestId ? { requestId } : {}),
   };
+}
+
+/** One field's validation failure: `path: message` as the detail, and the field in `errors`. */
+export function fieldProblem(path: string, message: string): AppError {
+  return new AppError('validation_failed', `${path}: ${message}`, [{ path, message }]);
 }

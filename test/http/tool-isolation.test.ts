@@ -28,6 +28,10 @@ const TIMEOUT_MS = 1000;
 // Long enough for a worker to load a module under tsx on a busy machine, short enough to wait out.
 const LOAD_TIMEOUT_MS = 5000;
 
+/** Set in the service's (this test process's) environment, as DATABASE_URL would be: no worker may read it. */
+const PROBED_VARIABLE = 'TOOL_ISOLATION_TEST_SECRET';
+process.env[PROBED_VARIABLE] = 'visible to the service only';
+
 let t: TestApp;
 let toolsDir: string;
 let markerDir: string;
@@ -191,6 +195,18 @@ describe('the shared context across the boundary', () => {
     expect(good.body).toMatchObject({ success: true, routing: { tool: 'sandboxed-tool' } });
     expect(good.body).not.toHaveProperty('output');
     await request(t.app).get(`/conversations/${c}/resources/a`).expect(404);
+  });
+
+  it('answers a ToolError with a code ToolError has not as tool_error, not a 200 with success:false', async () => {
+    const res = await neg(uniqueId('odd'), 'sandboxed-tool/odd-code').expect(500);
+    expect(res.body).toMatchObject({ success: false, code: 'tool_error' });
+    expect(JSON.stringify(res.body)).not.toMatch(/teapot/);
+  });
+
+  it("does not give the tool the service's environment", async () => {
+    expect(process.env[PROBED_VARIABLE]).toBe('visible to the service only');
+    const res = await neg(uniqueId('env'), 'sandboxed-tool/env-probe', { name: PROBED_VARIABLE }).expect(200);
+    expect(res.body.output).toEqual({ value: null, names: [] });
   });
 
   it('gives the handler its parsed args, conversation, logger and exportDir', async () => {

@@ -10,8 +10,9 @@ import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Client, type ClientConfig } from 'pg';
+import type { ClientConfig } from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
+import { withAdmin } from '../../bench/admin-client';
 import { embeddedClientConfig } from '../../src/db/embedded';
 
 export const ROOT = join(__dirname, '..', '..');
@@ -46,15 +47,7 @@ export function urlForDatabase(url: string, name: string): string {
   return u.toString();
 }
 
-export async function withAdmin<T>(url: string, fn: (client: Client) => Promise<T>): Promise<T> {
-  const client = new Client(parseIntoClientConfig(url));
-  await client.connect();
-  try {
-    return await fn(client);
-  } finally {
-    await client.end();
-  }
-}
+export { withAdmin };
 
 export interface CliResult {
   status: number | null;

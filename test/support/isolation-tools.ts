@@ -7,7 +7,7 @@ import { existsSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-/** Factory form: writes, reads, refuses, and reports what its context holds. */
+/** Factory form: writes, reads, refuses, reports what its context (and environment) holds, throws an odd code. */
 export const SANDBOXED_TOOL = `module.exports = ({ defineTool, defineAction, z, ToolError }) => defineTool({
   name: 'sandboxed-tool', version: '1.0.0', description: 'Runs in a worker thread',
   actions: {
@@ -29,6 +29,11 @@ export const SANDBOXED_TOOL = `module.exports = ({ defineTool, defineAction, z, 
         if (!found) throw new ToolError('resource_not_found', 'No such doc: ' + name);
         return found.data;
       } }),
+    'env-probe': defineAction({ description: 'Reports an environment variable', level: 1,
+      input: z.object({ name: z.string() }),
+      handler: ({ name }) => ({ value: process.env[name] ?? null, names: Object.keys(process.env) }) }),
+    'odd-code': defineAction({ description: 'Throws a ToolError with a code ToolError does not have', level: 1,
+      input: z.object({}), handler: () => { throw new ToolError('teapot', 'I am a teapot'); } }),
     'context-info': defineAction({ description: 'Echoes what the context holds', level: 1,
       input: z.object({ text: z.string().default('none') }),
       handler: async (args, ctx) => {

@@ -1,8 +1,9 @@
 /**
- * src/db raises the domain's two database conditions; the domain recognises
- * them by type, along a tool's own wrapping, never by driver codes.
+ * src/db raises the domain's database conditions, and AppErrors for database
+ * errors that are the client's or a lost race's; the domain recognises them
+ * by type, along a tool's own wrapping, never by driver codes.
  */
-import { TransactionAbortedError, UnavailableError, isUnavailable } from '../../src/core/errors';
+import { AppError, TransactionAbortedError, UnavailableError, isUnavailable } from '../../src/core/errors';
 import { translateError } from '../../src/db/sql';
 
 const pgError = (code: string): Error => Object.assign(new Error(`pg ${code}`), { code });
@@ -21,9 +22,28 @@ it('turns deadlocks and serialization failures into TransactionAbortedError', ()
   expect(translateError(pgError('40001'))).toBeInstanceOf(TransactionAbortedError);
 });
 
+it('turns a foreign key violation (pg, or Prisma with or without its adapter error) into not_found', () => {
+  const prismaFk = Object.assign(new Error('prisma'), { code: 'P2003' });
+  const adapterFk = Object.assign(new Error('prisma'), {
+    code: 'P2010',
+    meta: { driverAdapterError: { cause: { originalCode: '23503' } } },
+  });
+  for (const original of [pgError('23503'), prismaFk, adapterFk]) {
+    const translated = translateError(original);
+    expect(translated).toBeInstanceOf(AppError);
+    expect(translated).toMatchObject({ code: 'not_found', cause: original });
+  }
+});
+
+it('turns text the database cannot store into validation_failed', () => {
+  for (const code of ['22P05', '22021']) {
+    expect(translateError(pgError(code))).toMatchObject({ code: 'validation_failed' });
+  }
+});
+
 it('passes every other error through unchanged', () => {
-  const fk = pgError('23503');
-  expect(translateError(fk)).toBe(fk);
+  const unique = pgError('23505');
+  expect(translateError(unique)).toBe(unique);
 });
 
 it('isUnavailable sees an UnavailableError a tool wrapped in its own error', () => {

@@ -13,7 +13,7 @@
  */
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { ToolError, type SharedContext, type ToolContext, type ToolLogger } from '../tool-interface';
+import { ToolError, isToolErrorCode, type SharedContext, type ToolContext, type ToolLogger } from '../tool-interface';
 import { SkipModule, errorMessage, type ParseArgsResult } from '../tool-module';
 import {
   LOG_LEVELS,
@@ -56,10 +56,13 @@ interface Pending {
 function startWorker(file: string): Worker {
   const entry = join(__dirname, `worker${extname(__filename)}`);
   const workerData: WorkerInit = { file };
-  if (extname(entry) !== '.ts') return new Worker(entry, { workerData });
+  // An empty process.env: the service's (DATABASE_URL, tokens) is not the tool's to read. Neither the
+  // worker nor tsx needs a variable from it; Node's own options are the process's, not the env's.
+  const env = {};
+  if (extname(entry) !== '.ts') return new Worker(entry, { workerData, env });
   const tsx = require.resolve('tsx/cjs/api');
   const code = `require(${JSON.stringify(tsx)}).register(); require(${JSON.stringify(entry)});`;
-  return new Worker(code, { eval: true, workerData });
+  return new Worker(code, { eval: true, workerData, env });
 }
 
 /** The one shared-context method the worker asked for; the context itself checks names, sizes and levels. */
@@ -81,8 +84,9 @@ function invoke(shared: SharedContext, method: CtxMethod, args: unknown[]): Prom
   }
 }
 
+/** A worker's error: a ToolError only with one of ToolError's codes (a tool may send any string), else a tool_error. */
 function fromWire(err: WireError | undefined): Error {
-  if (err?.code) return new ToolError(err.code, err.message);
+  if (isToolErrorCode(err?.code)) return new ToolError(err.code, err.message);
   const failure = new Error(err?.message ?? 'the tool failed');
   // The tool's own stack is what its author needs in the log; the host's would only show this file.
   if (err?.stack) failure.stack = err.stack;
@@ -128,7 +132,7 @@ export class ToolHost {
     }
     // The handler passed on a failure of the service's own context (say, the database is down):
     // that failure, not a tool_error, is what the manager must see.
-    if (contextError instanceof Error && !done.error?.code && done.error?.message === errorMessage(contextError)) {
+    if (contextError instanceof Error && done.error?.fromContext) {
       throw contextError;
     }
     throw fromWire(done.error);

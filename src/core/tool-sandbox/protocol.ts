@@ -1,7 +1,8 @@
 /**
  * The messages between the service (host) and a tool sandbox worker. Every
  * value crosses by structured clone, so only data travels: the worker never
- * sees a database handle, the host never runs tool code.
+ * sees a database handle, nor the service's environment (it starts with an
+ * empty process.env, so no DATABASE_URL), and the host never runs tool code.
  *
  * Load:  worker → host  `loaded` (metadata) or `skipped` (reason), once.
  * Call:  host → worker  `run`; worker → host any number of `ctx` and `log`,
@@ -23,6 +24,8 @@ export interface WireError {
   message: string;
   /** The worker-side stack of an unexpected error: for the service's log only, never for a response. */
   stack?: string;
+  /** The tool passed on (or wrapped) an error a shared-context call failed with: the service's trouble. */
+  fromContext?: boolean;
 }
 
 /** The SharedContext methods a worker may call; nothing else is served. */

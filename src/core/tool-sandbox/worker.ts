@@ -28,14 +28,32 @@ function send(message: WorkerMessage): void {
   port!.postMessage(message);
 }
 
+/** The errors the host's context calls failed with here (not ToolErrors): the service's, not the tool's. */
+const contextFailures = new WeakSet<object>();
+
+/** Whether the tool passed on (or wrapped) a failure of the service's context. */
+function fromContext(err: unknown): boolean {
+  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+    if (contextFailures.has(e)) return true;
+  }
+  return false;
+}
+
 function toWire(err: unknown): WireError {
   if (err instanceof ToolError) return { code: err.code, message: err.message };
-  return { message: errorMessage(err), ...(err instanceof Error && err.stack ? { stack: err.stack } : {}) };
+  return {
+    message: errorMessage(err),
+    ...(err instanceof Error && err.stack ? { stack: err.stack } : {}),
+    ...(fromContext(err) ? { fromContext: true } : {}),
+  };
 }
 
 /** A host answer back into what the tool would have seen in-process: a ToolError keeps its class. */
 function fromWire(err: WireError): Error {
-  return err.code ? new ToolError(err.code, err.message) : new Error(err.message);
+  if (err.code) return new ToolError(err.code, err.message);
+  const failure = new Error(err.message);
+  contextFailures.add(failure);
+  return failure;
 }
 
 // ---- Shared-context calls forwarded to the host ----
