@@ -104,6 +104,11 @@ export const checkJsonBody: RequestHandler = (req, _res, next) => {
  * and neither may hold what the database cannot store.
  */
 export const checkUrl: RequestHandler = (req, _res, next) => {
+  // NUL and lone surrogates can only arrive percent-encoded (the HTTP parser
+  // refuses control bytes, and raw bytes above 0x7F read as Latin-1), and
+  // malformed encoding needs a '%': a URL without one has nothing to check.
+  // This is every request of a well-behaved client, so it is the fast path.
+  if (!req.url.includes('%')) return next();
   for (const segment of req.path.split('/')) {
     let decoded: string;
     try {
