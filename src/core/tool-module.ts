@@ -7,7 +7,7 @@
  * same way. Imports no database code: it runs inside worker threads.
  */
 import { z } from 'zod';
-import { MAX_NAME_LENGTH, TOOL_NAME_RE, providerName, qualifiedName } from './naming';
+import { MAX_NAME_LENGTH, TOOL_NAME_RE, compareNames, providerName, qualifiedName } from './naming';
 import {
   ToolError,
   levelFromVerb,
@@ -71,9 +71,9 @@ export function errorMessage(err: unknown): string {
   return err instanceof Error ? `${err.name}: ${err.message}` : String(err);
 }
 
+/** By name, in naming.ts's locale-independent order. */
 export function byName<T extends { name: string }>(a: T, b: T): number {
-  // Code-unit order, not localeCompare: the order must not depend on the host's locale.
-  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+  return compareNames(a.name, b.name);
 }
 
 /** Thrown while loading one module; the module is skipped with this reason. */

@@ -56,24 +56,21 @@ export function notFound(app: Express): RequestHandler {
   };
 }
 
-/** The body parser's errors (http-errors with a `type`) as problems. */
+/** The body parser's errors (http-errors with a `type`) that have a problem of their own. */
+const BODY_PROBLEMS: Record<string, [ProblemCode, string]> = {
+  'entity.too.large': ['payload_too_large', 'Request body is larger than BODY_LIMIT'],
+  'entity.parse.failed': ['validation_failed', 'Request body is not valid JSON'],
+  'encoding.unsupported': ['unsupported_media_type', 'Unsupported Content-Encoding; use gzip, deflate, br or none'],
+  'encoding.invalid': ['validation_failed', 'Request body is not valid UTF-8'],
+  'charset.unsupported': ['unsupported_media_type', 'Unsupported charset; send UTF-8'],
+};
+
+/** The body parser's errors as problems; false when it is not one of them. */
 function bodyParserProblem(res: Response, type: string, status: number): boolean {
-  switch (type) {
-    case 'entity.too.large':
-      sendProblem(res, 'payload_too_large', 'Request body is larger than BODY_LIMIT');
-      return true;
-    case 'entity.parse.failed':
-      sendProblem(res, 'validation_failed', 'Request body is not valid JSON');
-      return true;
-    case 'encoding.unsupported':
-      sendProblem(res, 'unsupported_media_type', 'Unsupported Content-Encoding; use gzip, deflate, br or none');
-      return true;
-    case 'encoding.invalid':
-      sendProblem(res, 'validation_failed', 'Request body is not valid UTF-8');
-      return true;
-    case 'charset.unsupported':
-      sendProblem(res, 'unsupported_media_type', 'Unsupported charset; send UTF-8');
-      return true;
+  const known = Object.hasOwn(BODY_PROBLEMS, type) ? BODY_PROBLEMS[type] : undefined;
+  if (known) {
+    sendProblem(res, known[0], known[1]);
+    return true;
   }
   if (status >= 400 && status < 500) {
     // The rest are reading failures, such as a gzip body that is not gzip.
