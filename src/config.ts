@@ -55,6 +55,21 @@ export const ZConfig = z.object({
   HTTP_REQUEST_TIMEOUT_MS: z.coerce.number().int().min(1).max(3600000).default(60000),
   /** Above the 60 s idle timeout of common load balancers, so the server never closes first. */
   HTTP_KEEP_ALIVE_TIMEOUT_MS: z.coerce.number().int().min(1).max(600000).default(65000),
+  /** A fixed admin token (a secret from the deployment). Unset: the first start writes DATA_DIR/admin.key. */
+  ADMIN_API_KEY: z.string().min(16, 'must be at least 16 characters').max(512).optional(),
+  /** JWTs from an identity provider: all three or none. */
+  AUTH_JWKS_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  AUTH_ISSUER: z.string().optional(),
+  AUTH_AUDIENCE: z.string().optional(),
+  AUTH_ROLE_CLAIM: z.string().default('role'),
+  /** Requests per principal per minute on this replica; failed authentications per client address likewise. */
+  RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(100_000_000).default(1200),
+  /** Comma-separated origins (scheme://host[:port]) allowed besides the service's own. */
+  ALLOWED_ORIGINS: z.string().optional(),
+  /** Comma-separated Host names (optionally :port); unset: loopback names on a loopback HOST, else any. */
+  ALLOWED_HOSTS: z.string().optional(),
+  /** Open MCP sessions one principal may hold on this replica. */
+  MCP_MAX_SESSIONS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(100000).default(16),
 });
 
 export type TConfigInput = z.input<typeof ZConfig>;
@@ -79,7 +94,23 @@ export interface Config {
   headersTimeoutMs: number;
   requestTimeoutMs: number;
   keepAliveTimeoutMs: number;
+  adminApiKey: string | undefined;
+  /** Set when JWTs are accepted. */
+  jwt: { jwksUrl: string; issuer: string; audience: string; roleClaim: string } | undefined;
+  rateLimitPerMinute: number;
+  allowedOrigins: string[];
+  /** undefined: the default for the listening address (src/http/host-origin.ts). */
+  allowedHosts: string[] | undefined;
+  mcpMaxSessionsPerPrincipal: number;
 }
+
+const list = (v: string | undefined): string[] | undefined =>
+  v === undefined
+    ? undefined
+    : v
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
 
 export class ConfigError extends Error {
   constructor(public readonly issues: string[]) {
@@ -109,6 +140,12 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
       `HTTP_HEADERS_TIMEOUT_MS: must not exceed HTTP_REQUEST_TIMEOUT_MS (got ${c.HTTP_HEADERS_TIMEOUT_MS} > ${c.HTTP_REQUEST_TIMEOUT_MS})`,
     ]);
   }
+  const jwtVars = [c.AUTH_JWKS_URL, c.AUTH_ISSUER, c.AUTH_AUDIENCE];
+  if (jwtVars.some((v) => v !== undefined) && !jwtVars.every((v) => v !== undefined)) {
+    throw new ConfigError([
+      'AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE: set all three to accept JWTs, or none of them',
+    ]);
+  }
   return {
     nodeEnv: c.NODE_ENV,
     port: c.PORT,
@@ -129,5 +166,14 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     headersTimeoutMs: c.HTTP_HEADERS_TIMEOUT_MS,
     requestTimeoutMs: c.HTTP_REQUEST_TIMEOUT_MS,
     keepAliveTimeoutMs: c.HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    adminApiKey: c.ADMIN_API_KEY,
+    jwt:
+      c.AUTH_JWKS_URL !== undefined && c.AUTH_ISSUER !== undefined && c.AUTH_AUDIENCE !== undefined
+        ? { jwksUrl: c.AUTH_JWKS_URL, issuer: c.AUTH_ISSUER, audience: c.AUTH_AUDIENCE, roleClaim: c.AUTH_ROLE_CLAIM }
+        : undefined,
+    rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,
+    allowedOrigins: list(c.ALLOWED_ORIGINS) ?? [],
+    allowedHosts: list(c.ALLOWED_HOSTS),
+    mcpMaxSessionsPerPrincipal: c.MCP_MAX_SESSIONS_PER_PRINCIPAL,
   };
 }
