@@ -9,6 +9,7 @@ import swaggerUi from 'swagger-ui-express';
 import { PROJECT_ROOT } from './db/migrator';
 import { RegisterRoutes } from './generated/routes';
 import { checkJsonBody, checkUrl, verifyUtf8 } from './http/input-checks';
+import { authenticate } from './http/authenticate';
 import { errorHandler, notFound, requestLogging } from './http/middleware';
 import { mcpRouter } from './mcp/conversation-mcp';
 import type { Services } from './services';
@@ -33,6 +34,8 @@ export function buildApp(services: Services): Express {
   app.set('trust proxy', true);
   app.use(requestLogging(services.logger));
   app.use(checkUrl);
+  // Who calls, before any body is read: an unauthenticated caller costs no parsing.
+  app.use(authenticate(services.authenticator, (_req, _res, refuse) => refuse()));
   app.use(
     express.json({
       limit: services.config.bodyLimit,

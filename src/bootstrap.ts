@@ -3,8 +3,11 @@
  * tools plus TOOLS_DIR), the catalog (tool set + router) and the manager.
  * Shared by the entry file and the tests, so both run the same wiring.
  */
+import { Authenticator, type AuthenticatorOptions } from './auth/authenticator';
 import type { Config } from './config';
+import { ConversationAccess } from './core/access';
 import { ConversationManager } from './core/conversation-manager';
+import { KeyService } from './core/keys';
 import { ResourceService } from './core/resource-service';
 import { ToolCatalog } from './core/tool-catalog';
 import { ToolRegistry, type ToolRegistryOptions } from './core/tool-registry';
@@ -23,6 +26,7 @@ export function wireServices(
   logger: Logger,
   db: Database,
   registryOverrides: Pick<ToolRegistryOptions, 'debounceMs' | 'loadTimeoutMs' | 'isolateToolsDir'> = {},
+  authOptions: AuthenticatorOptions = {},
 ): Wired {
   const registry = new ToolRegistry({
     extraDir: config.toolsDir,
@@ -44,5 +48,18 @@ export function wireServices(
     exportDir: config.exportDir,
     toolTimeoutMs: config.toolTimeoutMs,
   });
-  return { services: { config, logger, db, stores, catalog, manager, resources }, registry };
+  const access = new ConversationAccess(stores.conversations);
+  const keys = new KeyService(stores.keys, access);
+  const authenticator = new Authenticator(
+    stores.keys,
+    logger.child({ component: 'auth' }),
+    config.adminApiKey,
+    undefined,
+    undefined,
+    authOptions,
+  );
+  return {
+    services: { config, logger, db, stores, catalog, manager, resources, access, keys, authenticator },
+    registry,
+  };
 }

@@ -17,6 +17,7 @@ import { problemOf } from './http/problem';
 import { applyHttpTimeouts } from './http/server-timeouts';
 import { createLogger, type Logger } from './logger';
 import { wireServices } from './bootstrap';
+import { bootstrapAdminKey } from './auth/bootstrap-admin';
 import { closeMcpSessions } from './mcp/conversation-mcp';
 
 async function main(): Promise<void> {
@@ -54,6 +55,7 @@ async function main(): Promise<void> {
   });
   applyHttpTimeouts(server, config); // before listen: see applyHttpTimeouts
   const closeResources = async (): Promise<void> => {
+    services.authenticator.stop();
     await registry.close();
     await db.close();
     await dbServer.close();
@@ -84,6 +86,7 @@ async function main(): Promise<void> {
         await dbServer.ready;
         await db.ping();
         if (config.migrateOnStart) await migrate(dbServer.clientConfig, logger);
+        await bootstrapAdminKey(services.stores.keys, config, logger);
       },
       logger,
       signal: stopping.signal,
@@ -92,6 +95,7 @@ async function main(): Promise<void> {
     if (stopping.signal.aborted) return; // SIGTERM while waiting: the shutdown handler exits.
     throw err;
   }
+  services.authenticator.start();
   started = true;
   logger.info('Database ready');
 }

@@ -2,8 +2,11 @@
  * What the HTTP layer is given: configuration, a logger, the database and the
  * domain services. Built by the entry file (or a test) and handed to buildApp.
  */
+import type { Authenticator } from './auth/authenticator';
 import type { Config } from './config';
+import type { ConversationAccess } from './core/access';
 import type { ConversationManager } from './core/conversation-manager';
+import type { KeyService } from './core/keys';
 import type { Stores } from './core/ports';
 import type { ResourceService } from './core/resource-service';
 import type { ToolCatalog } from './core/tool-catalog';
@@ -19,4 +22,9 @@ export interface Services {
   catalog: ToolCatalog;
   manager: ConversationManager;
   resources: ResourceService;
+  /** Who may do what under /conversations/{id}. */
+  access: ConversationAccess;
+  keys: KeyService;
+  /** Bearer token → principal. */
+  authenticator: Authenticator;
 }

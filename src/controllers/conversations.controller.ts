@@ -1,4 +1,21 @@
-import { Body, Controller, Delete, Get, Path, Post, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Path,
+  Post,
+  Query,
+  Request,
+  Response,
+  Route,
+  SuccessResponse,
+  Tags,
+} from '@tsoa/runtime';
+import type { Request as ExRequest } from 'express';
+import { forbidden } from '../core/principal';
+import { isValidId } from '../core/resource-names';
+import { principalOf } from '../http/authenticate';
 import { createConversation, deleteConversation, getConversation, getConversationState } from '../core/conversations';
 import { ZPolicy } from '../core/policy';
 import { AppError, type Problem } from '../http/problem';
@@ -19,6 +36,8 @@ export interface CreateConversationBody {
 
 export interface Conversation {
   id: string;
+  /** The subject of the principal that created it; null for conversations from before identities (admins only). */
+  owner: string | null;
   metadata: JsonObject;
   policy: Policy;
   /** The M4 legacy level (1-3), or null. */
@@ -36,6 +55,12 @@ export interface ConversationState {
   sharedContext: { resources: Resource[] };
 }
 
+export interface ConversationPage {
+  conversations: Conversation[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
 @Route('conversations')
 @Tags('Conversations')
 export class ConversationsController extends Controller {
@@ -43,16 +68,62 @@ export class ConversationsController extends Controller {
     super();
   }
 
-  /** Creates a conversation. */
+  /**
+   * The conversations the caller sees, ordered by id: an admin's are all of
+   * them, a user's those it owns. Agents may not list conversations.
+   * @param limit Page size, 1 to 500.
+   * @isInt limit must be an integer from 1 to 500
+   * @minimum limit 1
+   * @maximum limit 500
+   * @param cursor From the previous page's nextCursor.
+   */
+  @Get()
+  @Response<Problem>(400, 'Bad limit or cursor')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents may not list conversations')
+  public async listConversations(
+    @Request() req: ExRequest,
+    @Query() limit: number = 100,
+    @Query() cursor?: string,
+  ): Promise<ConversationPage> {
+    const p = principalOf(req);
+    if (p.role === 'agent') throw forbidden(p, 'list conversations');
+    let after: string | undefined;
+    if (cursor !== undefined) {
+      after = Buffer.from(cursor, 'base64url').toString('utf8');
+      if (!isValidId(after) || Buffer.from(after, 'utf8').toString('base64url') !== cursor) {
+        throw new AppError('validation_failed', 'cursor is not one this API returned', [
+          { path: 'cursor', message: 'invalid cursor' },
+        ]);
+      }
+    }
+    const rows = await this.services.stores.conversations.list({
+      ...(p.role === 'user' ? { owner: p.subject } : {}),
+      ...(after !== undefined ? { after } : {}),
+      limit: limit + 1,
+    });
+    const page = rows.slice(0, limit);
+    const next = rows.length > limit ? Buffer.from(page[page.length - 1]!.id, 'utf8').toString('base64url') : null;
+    return { conversations: page, nextCursor: next };
+  }
+
+  /** Creates a conversation, owned by the caller. */
   @Post()
   @SuccessResponse(201, 'Created')
   @Response<Problem>(
     400,
     'Invalid id, metadata or policy; NUL, lone surrogates, `__proto__` keys or nesting over 64 levels',
   )
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents may not create conversations')
   @Response<Problem>(409, 'A conversation with this id exists')
   @Response<Problem>(415, 'Unsupported Content-Encoding or charset')
-  public async createConversation(@Body() body: CreateConversationBody): Promise<Conversation> {
+  public async createConversation(
+    @Request() req: ExRequest,
+    @Body() body: CreateConversationBody,
+  ): Promise<Conversation> {
+    const p = principalOf(req);
+    if (p.role === 'agent') throw forbidden(p, 'create conversations');
     let policy;
     if (body.policy !== undefined) {
       const parsed = ZPolicy.safeParse(body.policy);
@@ -66,6 +137,7 @@ export class ConversationsController extends Controller {
       id: body.id,
       metadata: body.metadata,
       policy,
+      owner: p.subject,
     });
     this.setStatus(201);
     return conv;
@@ -73,17 +145,23 @@ export class ConversationsController extends Controller {
 
   @Get('{id}')
   @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
-  @Response<Problem>(404, 'No such conversation')
-  public async getConversation(@Path() id: Id): Promise<Conversation> {
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents may not read the conversation object')
+  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  public async getConversation(@Request() req: ExRequest, @Path() id: Id): Promise<Conversation> {
+    await this.services.access.check(principalOf(req), id, 'manage', 'read the conversation');
     return getConversation(this.services.stores.conversations, id);
   }
 
-  /** Deletes the conversation with its resources, permissions and history. */
+  /** Deletes the conversation with its resources, permissions and history; its agent keys are revoked. */
   @Delete('{id}')
   @SuccessResponse(204, 'Deleted')
   @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
-  @Response<Problem>(404, 'No such conversation')
-  public async deleteConversation(@Path() id: Id): Promise<void> {
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents may not delete conversations')
+  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  public async deleteConversation(@Request() req: ExRequest, @Path() id: Id): Promise<void> {
+    await this.services.access.check(principalOf(req), id, 'manage', 'delete the conversation');
     await deleteConversation(this.services.stores.conversations, id);
     this.setStatus(204);
   }
@@ -91,8 +169,11 @@ export class ConversationsController extends Controller {
   /** The conversation in the seed's M5 JSON format. */
   @Get('{id}/state')
   @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
-  @Response<Problem>(404, 'No such conversation')
-  public async getState(@Path() id: Id): Promise<ConversationState> {
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents may not read the conversation state')
+  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  public async getState(@Request() req: ExRequest, @Path() id: Id): Promise<ConversationState> {
+    await this.services.access.check(principalOf(req), id, 'manage', 'read the conversation state');
     const { permissions, resources } = this.services.stores;
     return getConversationState(permissions, resources, id);
   }

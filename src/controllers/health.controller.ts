@@ -1,4 +1,4 @@
-import { Controller, Get, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import { Controller, Get, NoSecurity, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { Problem } from '../http/problem';
 import { AppError } from '../http/problem';
 import type { Services } from '../services';
@@ -15,6 +15,7 @@ export interface ReadinessStatus {
 
 @Route('')
 @Tags('Operations')
+@NoSecurity()
 export class HealthController extends Controller {
   constructor(private readonly services: Services) {
     super();

@@ -1,4 +1,6 @@
-import { Body, Controller, Path, Post, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import { Body, Controller, Path, Post, Request, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import type { Request as ExRequest } from 'express';
+import { principalOf } from '../http/authenticate';
 import type { Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { NegotiationResult } from '../core/negotiation';
@@ -36,7 +38,8 @@ export class NegotiateController extends Controller {
   /**
    * Routes an action to the tool that can do it, checks that tool's permission
    * level in this conversation and the conversation's policy, and runs it.
-   * A conversation id never seen before is created on first use.
+   * A conversation id never seen before is created on first use, owned by the
+   * caller (users and admins; an agent acts only in its own conversation).
    */
   @Post('{conversationId}/negotiate')
   @SuccessResponse(200, 'The action ran (or, with dryRun, would run)')
@@ -45,15 +48,24 @@ export class NegotiateController extends Controller {
     'invalid_args: args fail the action input schema, hold NUL, lone surrogates or nesting over 64 levels, or a bad upgrade level',
   )
   @Response<Problem>(400, 'Malformed request (validation_failed, problem+json)')
-  @Response<NegotiationResult>(403, 'permission_required (requiresApproval) or denied by policy (contradiction)')
+  @Response<Problem>(401, 'No valid bearer token (problem+json)')
+  @Response<NegotiationResult>(
+    403,
+    "permission_required (requiresApproval; also an agent's upgrade:), denied by policy (contradiction), or level_ceiling (above an agent key's maxLevel)",
+  )
   @Response<NegotiationResult>(404, 'no_tool, unknown_tool or resource_not_found')
+  @Response<Problem>(404, 'A conversation the caller may not see (not_found, problem+json)')
   @Response<NegotiationResult>(409, 'ambiguous_action or resource_exists')
   @Response<NegotiationResult>(413, 'resource_too_large')
   @Response<NegotiationResult>(500, 'tool_error: the tool threw')
   @Response<Problem>(415, 'Unsupported Content-Encoding or charset (problem+json)')
   @Response<Problem>(503, 'Database unreachable (unavailable, problem+json)')
-  public async negotiate(@Path() conversationId: Id, @Body() body: NegotiateBody): Promise<NegotiationResult> {
-    const result = await this.services.manager.negotiate(conversationId, body);
+  public async negotiate(
+    @Request() req: ExRequest,
+    @Path() conversationId: Id,
+    @Body() body: NegotiateBody,
+  ): Promise<NegotiationResult> {
+    const result = await this.services.manager.negotiate(principalOf(req), conversationId, body);
     this.setStatus(negotiationStatus(result));
     return result;
   }

@@ -1,4 +1,7 @@
-import { Body, Controller, Get, Path, Put, Response, Route, Tags } from '@tsoa/runtime';
+import { Body, Controller, Get, Path, Put, Request, Response, Route, Tags } from '@tsoa/runtime';
+import type { Request as ExRequest } from 'express';
+import { actorOf } from '../core/principal';
+import { principalOf } from '../http/authenticate';
 import { listPermissions, permissionHistory } from '../core/permissions';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
@@ -43,7 +46,7 @@ export interface PermissionEvent {
   toLevel: number;
   /** Epoch milliseconds. */
   at: number;
-  /** Who changed it: `client` (REST), `negotiate`, or `m4-migration`. */
+  /** Who changed it: `user:SUBJECT`, `admin:SUBJECT`, `agent:KEY_ID`, `m4-migration`, `expiry`; `client` and `negotiate` on rows from before identities. */
   actor: string;
 }
 
@@ -61,8 +64,11 @@ export class PermissionsController extends Controller {
   /** The effective level of every registered tool in this conversation. */
   @Get()
   @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
-  @Response<Problem>(404, 'No such conversation')
-  public async getPermissions(@Path() id: Id): Promise<Permissions> {
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents may not read permissions')
+  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  public async getPermissions(@Request() req: ExRequest, @Path() id: Id): Promise<Permissions> {
+    await this.services.access.check(principalOf(req), id, 'manage', 'read permissions');
     return listPermissions(
       this.services.stores.permissions,
       id,
@@ -73,20 +79,36 @@ export class PermissionsController extends Controller {
   /** Permission changes, oldest first. Append-only. */
   @Get('history')
   @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
-  @Response<Problem>(404, 'No such conversation')
-  public async getHistory(@Path() id: Id): Promise<PermissionHistory> {
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents may not read the permission history')
+  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  public async getHistory(@Request() req: ExRequest, @Path() id: Id): Promise<PermissionHistory> {
+    await this.services.access.check(principalOf(req), id, 'manage', 'read the permission history');
     return { events: await permissionHistory(this.services.stores.permissions, id) };
   }
 
-  /** Sets a tool's level in this conversation (raising or lowering); creates the conversation on first use. */
+  /** Sets a tool's level in this conversation (raising or lowering); creates the conversation on first use, owned by the caller. */
   @Put('{tool}')
   @Response<Problem>(400, 'Level is not 1, 2 or 3')
-  @Response<Problem>(404, 'No such tool')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents never change permissions')
+  @Response<Problem>(404, 'No such tool, or a conversation the caller may not see')
   @Response<Problem>(415, 'Unsupported Content-Encoding or charset')
-  public async setLevel(@Path() id: Id, @Path() tool: string, @Body() body: SetLevelBody): Promise<LevelChange> {
+  public async setLevel(
+    @Request() req: ExRequest,
+    @Path() id: Id,
+    @Path() tool: string,
+    @Body() body: SetLevelBody,
+  ): Promise<LevelChange> {
+    const p = principalOf(req);
+    // An agent learns only that it may not (or, for another conversation, nothing).
+    if (p.role === 'agent') await this.services.access.check(p, id, 'manage', 'change permissions');
     if (!this.services.catalog.snapshot().set.byName.has(tool)) {
       throw new AppError('not_found', `Unknown tool: ${tool.slice(0, 64)}`);
     }
-    return this.services.stores.permissions.setLevel(id, tool, body.level as PermissionLevel, 'client');
+    return this.services.stores.permissions.setLevel(id, tool, body.level as PermissionLevel, actorOf(p), {
+      createOwner: p.subject,
+      ...(p.role === 'admin' ? {} : { requiredOwner: p.subject }),
+    });
   }
 }

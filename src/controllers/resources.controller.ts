@@ -7,12 +7,15 @@ import {
   Path,
   Put,
   Query,
+  Request,
   Response,
   Route,
   SuccessResponse,
   Tags,
 } from '@tsoa/runtime';
+import type { Request as ExRequest } from 'express';
 import { isValidId } from '../core/resource-names';
+import { principalOf } from '../http/authenticate';
 import { ToolError } from '../core/tool-interface';
 import { parsePrecondition } from '../http/preconditions';
 import { AppError, type Problem } from '../http/problem';
@@ -69,8 +72,10 @@ export class ResourcesController extends Controller {
    */
   @Get()
   @Response<Problem>(400, 'Bad limit, cursor or id; a NUL character in a query value')
-  @Response<Problem>(404, 'No such conversation')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
   public async listResources(
+    @Request() req: ExRequest,
     @Path() id: Id,
     @Query() prefix?: string,
     @Query() createdBy?: string,
@@ -78,6 +83,7 @@ export class ResourcesController extends Controller {
     @Query() cursor?: string,
   ): Promise<ResourcePage> {
     const after = cursor !== undefined ? decodeCursor(cursor) : undefined;
+    await this.services.access.check(principalOf(req), id, 'read-resources', 'read resources');
     const rows = await this.services.resources.listOrNotFound(id, { prefix, createdBy, after, limit: limit + 1 });
     const page = rows.slice(0, limit);
     const more = rows.length > limit;
@@ -87,8 +93,11 @@ export class ResourcesController extends Controller {
   /** One resource, with `ETag: "VERSION"`. */
   @Get('{name}')
   @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
-  @Response<Problem>(404, 'No such resource')
-  public async getResource(@Path() id: Id, @Path() name: Id): Promise<Resource> {
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'An agent may only read resources')
+  @Response<Problem>(404, 'No such resource, or a conversation the caller may not see')
+  public async getResource(@Request() req: ExRequest, @Path() id: Id, @Path() name: Id): Promise<Resource> {
+    await this.services.access.check(principalOf(req), id, 'read-resources', 'read resources');
     const resource = await this.services.resources.get(id, name);
     this.setHeader('ETag', etag(resource.version));
     return resource;
@@ -108,6 +117,7 @@ export class ResourcesController extends Controller {
   @Response<Problem>(413, 'data is larger than RESOURCE_MAX_BYTES')
   @Response<Problem>(415, 'Unsupported Content-Encoding or charset')
   public async putResource(
+    @Request() req: ExRequest,
     @Path() id: Id,
     @Path() name: Id,
     @Body() body: PutResourceBody,
@@ -117,7 +127,17 @@ export class ResourcesController extends Controller {
     const json = this.encode(body.data);
     const match = parsePrecondition(ifMatch, 'If-Match');
     const noneMatch = parsePrecondition(ifNoneMatch, 'If-None-Match');
-    const { resource, created } = await this.services.resources.put(id, name, json, CLIENT, match, noneMatch);
+    const p = principalOf(req);
+    await this.services.access.checkOrCreate(p, id, 'manage', 'write resources over REST');
+    const { resource, created } = await this.services.resources.put(
+      id,
+      name,
+      json,
+      CLIENT,
+      p.subject,
+      match,
+      noneMatch,
+    );
     this.setStatus(created ? 201 : 200);
     this.setHeader('ETag', etag(resource.version));
     return resource;
@@ -127,10 +147,19 @@ export class ResourcesController extends Controller {
   @Delete('{name}')
   @SuccessResponse(204, 'Deleted')
   @Response<Problem>(400, 'Malformed URL or If-Match header')
-  @Response<Problem>(404, 'No such resource')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'An agent may only read resources')
+  @Response<Problem>(404, 'No such resource, or a conversation the caller may not see')
   @Response<Problem>(412, 'If-Match failed')
-  public async deleteResource(@Path() id: Id, @Path() name: Id, @Header('If-Match') ifMatch?: string): Promise<void> {
-    await this.services.resources.remove(id, name, parsePrecondition(ifMatch, 'If-Match'));
+  public async deleteResource(
+    @Request() req: ExRequest,
+    @Path() id: Id,
+    @Path() name: Id,
+    @Header('If-Match') ifMatch?: string,
+  ): Promise<void> {
+    const match = parsePrecondition(ifMatch, 'If-Match');
+    await this.services.access.check(principalOf(req), id, 'manage', 'delete resources over REST');
+    await this.services.resources.remove(id, name, match);
     this.setStatus(204);
   }
 

@@ -10,6 +10,7 @@ import {
 } from '../core/llm-definitions';
 import { listPermissions } from '../core/permissions';
 import type { ActionView, ToolView } from '../core/tool-catalog';
+import { principalOf } from '../http/authenticate';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { AlignmentValue, Id } from './types';
@@ -67,13 +68,18 @@ export class ToolsController extends Controller {
    */
   @Get('definitions')
   @Response<Problem>(400, 'Unknown format, bad limit or conversation id')
-  @Response<Problem>(404, 'No such conversation')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
   public async getDefinitions(
+    @Request() req: ExpressRequest,
     @Query() format: DefinitionFormat = 'openai',
     @Query() query?: string,
     @Query() limit?: number,
     @Query() conversationId?: Id,
   ): Promise<ToolDefinitions> {
+    if (conversationId !== undefined) {
+      await this.services.access.check(principalOf(req), conversationId, 'negotiate', 'use this conversation');
+    }
     const policy =
       conversationId === undefined
         ? undefined
@@ -92,11 +98,13 @@ export class ToolsController extends Controller {
   @Get('prompt')
   @Produces('text/plain')
   @Response<Problem>(400, 'Bad conversation id')
-  @Response<Problem>(404, 'No such conversation')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
   public async getPrompt(@Request() req: ExpressRequest, @Query() conversationId?: Id): Promise<string> {
     const { set } = this.services.catalog.snapshot();
     const options: PromptOptions = {};
     if (conversationId !== undefined) {
+      await this.services.access.check(principalOf(req), conversationId, 'negotiate', 'use this conversation');
       const { conversations, permissions: levels } = this.services.stores;
       const conversation = await getConversation(conversations, conversationId);
       const permissions = await listPermissions(

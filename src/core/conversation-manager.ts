@@ -10,6 +10,7 @@ import { fail, type NegotiateRequest, type NegotiationResult, type Routing } fro
 import { LEVEL_NAMES, effectiveLevel, isLevel } from './permissions';
 import { deniedBy } from './policy';
 import type { ConversationStore, DecisionStore, PermissionStore } from './ports';
+import { type Principal, actorOf, canCreate, checkConversationAccess, notFound } from './principal';
 import { parseSpecialAction } from './special-actions';
 import type { CatalogSnapshot, RoutedAction, ToolCatalog, ToolView } from './tool-catalog';
 import { baseAlignment } from './tool-catalog';
@@ -27,21 +28,47 @@ export interface ConversationManagerDeps extends ExecutionDeps {
 export class ConversationManager {
   constructor(private readonly deps: ConversationManagerDeps) {}
 
-  async negotiate(conversationId: string, req: NegotiateRequest): Promise<NegotiationResult> {
+  /**
+   * Decides and runs one action for principal `p` in the conversation. A
+   * conversation `p` may not see is not_found (thrown: the transports answer
+   * it as they answer every other endpoint under the conversation); an
+   * unknown one is created, owned by `p`, unless `p` is an agent.
+   */
+  async negotiate(p: Principal, conversationId: string, req: NegotiateRequest): Promise<NegotiationResult> {
+    // An agent's key names its one conversation: any other is refused before any work.
+    if (p.role === 'agent' && p.conversationId !== conversationId) throw notFound(conversationId);
     const snapshot = this.deps.catalog.snapshot();
     const special = parseSpecialAction(req.action);
-    if (special?.kind === 'list-tools') return this.listTools(conversationId, req);
-    if (special) return this.upgrade(conversationId, snapshot, special.tool, special.levelText, req);
-    return this.routeAndRun(conversationId, snapshot, req);
+    if (special?.kind === 'list-tools') return this.listTools(p, conversationId, req);
+    if (special) return this.upgrade(p, conversationId, snapshot, special.tool, special.levelText, req);
+    return this.routeAndRun(p, conversationId, snapshot, req);
   }
 
-  private async listTools(conversationId: string, req: NegotiateRequest): Promise<NegotiationResult> {
-    if (!req.dryRun) await this.deps.conversations.ensure(conversationId);
+  /** The conversation's owner as `p` may use it: created for a user or admin (not on a dry run), else read. */
+  private async ownerFor(p: Principal, conversationId: string, create: boolean): Promise<string | null | undefined> {
+    const { conversations } = this.deps;
+    const owner =
+      create && canCreate(p)
+        ? await conversations.ensure(conversationId, p.subject)
+        : await conversations.owner(conversationId);
+    // A dry run on a conversation that does not exist yet: a user or admin would create (and own) it.
+    return owner === undefined && canCreate(p) ? p.subject : owner;
+  }
+
+  private async listTools(p: Principal, conversationId: string, req: NegotiateRequest): Promise<NegotiationResult> {
+    checkConversationAccess(
+      p,
+      conversationId,
+      await this.ownerFor(p, conversationId, !req.dryRun),
+      'negotiate',
+      'negotiate',
+    );
     const tools: ToolView[] = this.deps.catalog.toolViews();
     return { success: true, ...(req.dryRun ? {} : { output: { tools } }), alignment: 'aligned' };
   }
 
   private async upgrade(
+    p: Principal,
     conversationId: string,
     snapshot: CatalogSnapshot,
     tool: string,
@@ -56,12 +83,47 @@ export class ConversationManager {
       );
     }
     if (!snapshot.set.byName.has(tool)) return fail('unknown_tool', `Unknown tool: ${tool.slice(0, 64)}`);
-    if (req.dryRun) return { success: true, alignment: 'aligned' };
-    const change = await this.deps.permissions.setLevel(conversationId, tool, level, 'negotiate');
+    if (p.role === 'agent') return this.agentUpgrade(p, conversationId, tool, level);
+    if (req.dryRun) {
+      checkConversationAccess(p, conversationId, await this.ownerFor(p, conversationId, false), 'manage', 'upgrade');
+      return { success: true, alignment: 'aligned' };
+    }
+    // The owner check is made inside the change's own transaction (no separate round trip, no gap).
+    const change = await this.deps.permissions.setLevel(conversationId, tool, level, actorOf(p), {
+      createOwner: p.subject,
+      ...(p.role === 'admin' ? {} : { requiredOwner: p.subject }),
+    });
     return { success: true, output: change, alignment: 'aligned' };
   }
 
+  /**
+   * An agent never raises its own tools' levels: the request is refused as
+   * one that needs the owner's approval (or as over the key's ceiling).
+   */
+  private async agentUpgrade(
+    p: Principal,
+    conversationId: string,
+    tool: string,
+    level: Level,
+  ): Promise<NegotiationResult> {
+    checkConversationAccess(p, conversationId, await this.ownerFor(p, conversationId, false), 'negotiate', 'negotiate');
+    if (p.maxLevel !== undefined && level > p.maxLevel)
+      return ceiling(p.maxLevel, `upgrade:${tool}:level-${level}`, level);
+    return fail(
+      'permission_required',
+      `Permission upgrade required: only the conversation's owner can set ${tool}'s level`,
+      {
+        requiresApproval: true,
+        approvalReason:
+          `Permission upgrade required: an agent asked to set ${tool} to level ${level} (${LEVEL_NAMES[level]}) ` +
+          `in this conversation. The conversation owner can approve with upgrade:${tool}:level-${level}.`,
+        alignment: 'agnostic',
+      },
+    );
+  }
+
   private async routeAndRun(
+    p: Principal,
     conversationId: string,
     snapshot: CatalogSnapshot,
     req: NegotiateRequest,
@@ -82,6 +144,7 @@ export class ConversationManager {
         );
       case 'ok':
         return this.decideAndRun(
+          p,
           conversationId,
           route.entry,
           { confidence: route.confidence, explicit: route.explicit },
@@ -91,6 +154,7 @@ export class ConversationManager {
   }
 
   private async decideAndRun(
+    p: Principal,
     conversationId: string,
     entry: RoutedAction,
     how: { confidence: number; explicit: boolean },
@@ -107,7 +171,11 @@ export class ConversationManager {
     // their errors are reported after the permission decision, as before.
     const parsed = action.parseArgs(req.args ?? {});
     const prefetch = parsed.ok && !req.dryRun ? action.prefetch?.(parsed.value) : undefined;
-    const ctx = await this.deps.decisions.load(conversationId, action.tool, !req.dryRun, prefetch);
+    const creator = !req.dryRun && canCreate(p) ? p.subject : undefined;
+    const ctx = await this.deps.decisions.load(conversationId, action.tool, creator, prefetch);
+    // Who may act here is decided from the owner read with the decision: no round trip of its own.
+    const owner = ctx.exists ? ctx.owner : canCreate(p) ? p.subject : undefined;
+    checkConversationAccess(p, conversationId, owner, 'negotiate', 'negotiate');
     if (ctx.policyProblem) {
       this.deps.logger.warn(
         { conversationId, problem: ctx.policyProblem },
@@ -124,6 +192,10 @@ export class ConversationManager {
       });
     }
     const alignment = baseAlignment(action.level);
+    // An agent key's ceiling: above it nothing runs, whatever the tool's level, and no approval helps.
+    if (p.maxLevel !== undefined && action.level > p.maxLevel) {
+      return { ...ceiling(p.maxLevel, action.qualifiedName, action.level), alignment, routing };
+    }
     const current = effectiveLevel(ctx.explicitLevel, ctx.legacyLevel).level;
     if (current < action.level) {
       return fail('permission_required', `Permission upgrade required for ${action.qualifiedName}`, {
@@ -147,6 +219,13 @@ export class ConversationManager {
     }
     return runAction(this.deps, conversationId, action, parsed.value, { alignment, routing }, ctx.prefetched);
   }
+}
+
+function ceiling(maxLevel: number, what: string, level: number): NegotiationResult {
+  return fail(
+    'level_ceiling',
+    `${what} needs level ${level}, above this agent key's ceiling (maxLevel ${maxLevel}); it cannot run with this key`,
+  );
 }
 
 export function approvalReason(tool: string, action: string, required: Level, current: Level): string {

@@ -13,10 +13,10 @@ export type { ConversationView } from './ports';
 
 export async function createConversation(
   store: ConversationStore,
-  input: { id?: string; metadata?: Record<string, unknown>; policy?: TPolicy },
+  input: { id?: string; metadata?: Record<string, unknown>; policy?: TPolicy; owner: string },
 ): Promise<ConversationView> {
   const id = input.id ?? randomUUID();
-  const created = await store.create(id, input.metadata ?? {}, input.policy ?? { deny: [] });
+  const created = await store.create(id, input.metadata ?? {}, input.policy ?? { deny: [] }, input.owner);
   if (!created) throw new AppError('conflict', `Conversation already exists: ${id}`);
   return created;
 }

@@ -29,6 +29,7 @@ export const NEGOTIATION_CODES = [
   'ambiguous_action',
   'permission_required',
   'denied',
+  'level_ceiling',
   'resource_not_found',
   'resource_exists',
   'resource_too_large',

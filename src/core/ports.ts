@@ -59,6 +59,8 @@ export interface ResourceStore {
 
 export interface DecisionContext {
   exists: boolean;
+  /** The conversation's owner (null: from before identities; undefined when it does not exist). */
+  owner?: string | null;
   legacyLevel: number | null;
   /** UNREADABLE_POLICY (deny everything) when the stored one does not parse; then `policyProblem` says why. */
   policy: TPolicy;
@@ -72,10 +74,15 @@ export interface DecisionContext {
 export interface DecisionStore {
   /**
    * The conversation's policy and legacy level, the tool's explicit level and
-   * (`prefetch`) one resource. With `create`, an unknown conversation is
-   * created (one more round trip, once per conversation).
+   * (`prefetch`) one resource. With `createOwner`, an unknown conversation is
+   * created, owned by that subject (one more round trip, once per conversation).
    */
-  load(conversationId: string, tool: string, create: boolean, prefetch?: string): Promise<DecisionContext>;
+  load(
+    conversationId: string,
+    tool: string,
+    createOwner: string | undefined,
+    prefetch?: string,
+  ): Promise<DecisionContext>;
 }
 
 export interface LevelChange {
@@ -100,10 +107,18 @@ export interface StoredLevels {
 export interface PermissionStore {
   /**
    * Sets the tool's level and appends the history row in one transaction,
-   * creating the conversation on first use; concurrent changes of one
-   * conversation apply one after the other.
+   * creating the conversation on first use (owned by `as.createOwner`);
+   * concurrent changes of one conversation apply one after the other. With
+   * `as.requiredOwner`, a conversation owned by anyone else is left alone
+   * and the call fails with not_found.
    */
-  setLevel(conversationId: string, tool: string, level: Level, actor: string): Promise<LevelChange>;
+  setLevel(
+    conversationId: string,
+    tool: string,
+    level: Level,
+    actor: string,
+    as: { createOwner: string; requiredOwner?: string },
+  ): Promise<LevelChange>;
   /** undefined when the conversation does not exist. */
   levels(conversationId: string): Promise<StoredLevels | undefined>;
   /** Oldest first; undefined when the conversation does not exist. */
@@ -112,6 +127,8 @@ export interface PermissionStore {
 
 export interface ConversationView {
   id: string;
+  /** The subject that created it; null for conversations from before identities. */
+  owner: string | null;
   metadata: Record<string, unknown>;
   policy: TPolicy;
   legacyLevel: number | null;
@@ -121,13 +138,60 @@ export interface ConversationView {
 
 export interface ConversationStore {
   /** undefined when the id is taken. */
-  create(id: string, metadata: Record<string, unknown>, policy: TPolicy): Promise<ConversationView | undefined>;
+  create(
+    id: string,
+    metadata: Record<string, unknown>,
+    policy: TPolicy,
+    owner: string | null,
+  ): Promise<ConversationView | undefined>;
   get(id: string): Promise<ConversationView | undefined>;
-  /** false when it did not exist. Its resources, permissions and history go with it. */
+  /** Ordered by id; with `owner`, only that subject's. */
+  list(opts: { owner?: string; after?: string; limit: number }): Promise<ConversationView[]>;
+  /**
+   * false when it did not exist. Its resources, permissions and history go
+   * with it, and its agent keys are revoked, in one transaction.
+   */
   delete(id: string): Promise<boolean>;
   exists(id: string): Promise<boolean>;
-  /** Creates it unless it exists. */
-  ensure(id: string): Promise<void>;
+  /** Its owner: a subject, null (from before identities), or undefined when it does not exist. */
+  owner(id: string): Promise<string | null | undefined>;
+  /** Creates it (owned by `owner`) unless it exists; returns the owner it has. */
+  ensure(id: string, owner: string): Promise<string | null>;
+}
+
+/** An API key as stored: never its token, only the token's hash (which is not returned). */
+export interface StoredKey {
+  id: string;
+  role: 'admin' | 'user' | 'agent';
+  subject: string;
+  conversationId: string | null;
+  maxLevel: number | null;
+  label: string | null;
+  /** Epoch milliseconds, or null for a key that does not expire. */
+  expiresAt: number | null;
+  createdAt: number;
+  createdBy: string;
+  revokedAt: number | null;
+}
+
+export type NewKey = Omit<StoredKey, 'createdAt' | 'revokedAt'> & { tokenHash: string };
+
+export interface KeyStore {
+  insert(key: NewKey): Promise<StoredKey>;
+  /** The key with this token hash, revoked or not. */
+  findByHash(tokenHash: string): Promise<StoredKey | undefined>;
+  get(id: string): Promise<(StoredKey & { conversationOwner: string | null }) | undefined>;
+  /** Newest first; with `conversationOwner`, only agent keys of conversations that subject owns. */
+  list(opts: { conversationOwner?: string; limit: number }): Promise<StoredKey[]>;
+  /** The revoked key's token hash; undefined when there is no such key or it was already revoked. */
+  revoke(id: string): Promise<string | undefined>;
+  /** Token hashes of keys revoked in the last `seconds` (the database's clock). */
+  revokedWithin(seconds: number): Promise<string[]>;
+  /**
+   * Inserts `key` (an admin key) only if no usable admin key exists, as one
+   * decision across replicas; false when one existed.
+   */
+  insertFirstAdmin(key: NewKey): Promise<boolean>;
 }
 
 /**
@@ -157,5 +221,6 @@ export interface Stores {
   decisions: DecisionStore;
   permissions: PermissionStore;
   conversations: ConversationStore;
+  keys: KeyStore;
   units: UnitsOfWork;
 }

@@ -75,13 +75,14 @@ export class ResourceService {
   /**
    * A client's write of encoded data: create-only with `noneMatch` (`*`),
    * conditional on the listed versions with `match`, else create or replace.
-   * The conversation is created on first use.
+   * The conversation is created on first use, owned by `owner`.
    */
   async put(
     conversationId: string,
     name: string,
     json: string,
     by: string,
+    owner: string,
     match?: Precondition,
     noneMatch?: Precondition,
   ): Promise<{ resource: Resource; created: boolean }> {
@@ -90,7 +91,7 @@ export class ResourceService {
         { path: 'If-None-Match', message: 'only * is supported' },
       ]);
     }
-    await this.conversations.ensure(conversationId);
+    await this.conversations.ensure(conversationId, owner);
     if (noneMatch) {
       const resource = await this.store.create(conversationId, name, json, by);
       if (!resource) throw new AppError('precondition_failed', `Resource already exists: ${name}`);

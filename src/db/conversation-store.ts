@@ -7,10 +7,11 @@ import { readStoredPolicy, type TPolicy } from '../core/policy';
 import type { ConversationStore, ConversationView } from '../core/ports';
 import type { PrismaClient } from '../generated/prisma/client';
 import { Prisma } from '../generated/prisma/client';
-import { type Queryable, translateError, translated } from './sql';
+import { type Queryable, prepared, translateError, translated } from './sql';
 
 type Row = {
   id: string;
+  owner: string | null;
   metadata: unknown;
   policy: unknown;
   legacyLevel: number | null;
@@ -22,6 +23,7 @@ function toView(row: Row): ConversationView {
   const metadata = row.metadata && typeof row.metadata === 'object' && !Array.isArray(row.metadata) ? row.metadata : {};
   return {
     id: row.id,
+    owner: row.owner,
     metadata: metadata as Record<string, unknown>,
     // The stored policy is parsed by the domain's rule (src/core/policy.ts).
     policy: readStoredPolicy(row.policy).policy,
@@ -31,7 +33,22 @@ function toView(row: Row): ConversationView {
   };
 }
 
-const SELECT = { id: true, metadata: true, policy: true, legacyLevel: true, createdAt: true, updatedAt: true } as const;
+/** Creates it unless a concurrent request just did, and reads its owner either way (one statement). */
+const ENSURE = `
+  WITH created AS (
+    INSERT INTO conversations (id, owner) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING RETURNING owner
+  )
+  SELECT owner FROM created UNION ALL SELECT owner FROM conversations WHERE id = $1 LIMIT 1`;
+
+const SELECT = {
+  id: true,
+  owner: true,
+  metadata: true,
+  policy: true,
+  legacyLevel: true,
+  createdAt: true,
+  updatedAt: true,
+} as const;
 
 export class PrismaConversationStore implements ConversationStore {
   constructor(
@@ -39,10 +56,15 @@ export class PrismaConversationStore implements ConversationStore {
     private readonly pool: Queryable,
   ) {}
 
-  async create(id: string, metadata: Record<string, unknown>, policy: TPolicy): Promise<ConversationView | undefined> {
+  async create(
+    id: string,
+    metadata: Record<string, unknown>,
+    policy: TPolicy,
+    owner: string | null,
+  ): Promise<ConversationView | undefined> {
     try {
       const row = await this.prisma.conversation.create({
-        data: { id, metadata: metadata as Prisma.InputJsonObject, policy },
+        data: { id, owner, metadata: metadata as Prisma.InputJsonObject, policy },
         select: SELECT,
       });
       return toView(row);
@@ -57,9 +79,45 @@ export class PrismaConversationStore implements ConversationStore {
     return row ? toView(row) : undefined;
   }
 
+  async list(opts: { owner?: string; after?: string; limit: number }): Promise<ConversationView[]> {
+    const rows = await translated(
+      this.prisma.conversation.findMany({
+        where: {
+          ...(opts.owner !== undefined ? { owner: opts.owner } : {}),
+          ...(opts.after !== undefined ? { id: { gt: opts.after } } : {}),
+        },
+        orderBy: { id: 'asc' },
+        take: opts.limit,
+        select: SELECT,
+      }),
+    );
+    return rows.map(toView);
+  }
+
+  /** The agent keys are revoked in the same transaction: a later conversation with this id is someone else's. */
   async delete(id: string): Promise<boolean> {
-    const { count } = await translated(this.prisma.conversation.deleteMany({ where: { id } }));
+    const [, { count }] = await translated(
+      this.prisma.$transaction([
+        this.prisma.apiKey.updateMany({
+          where: { conversationId: id, revokedAt: null },
+          data: { revokedAt: new Date() },
+        }),
+        this.prisma.conversation.deleteMany({ where: { id } }),
+      ]),
+    );
     return count > 0;
+  }
+
+  async owner(id: string): Promise<string | null | undefined> {
+    const { rows } = await translated(
+      prepared<{ owner: string | null }>(
+        this.pool,
+        'conversation_owner',
+        'SELECT owner FROM conversations WHERE id = $1',
+        [id],
+      ),
+    );
+    return rows.length > 0 ? rows[0]!.owner : undefined;
   }
 
   async exists(id: string): Promise<boolean> {
@@ -67,7 +125,10 @@ export class PrismaConversationStore implements ConversationStore {
     return rows.length > 0;
   }
 
-  async ensure(id: string): Promise<void> {
-    await translated(this.pool.query('INSERT INTO conversations (id) VALUES ($1) ON CONFLICT (id) DO NOTHING', [id]));
+  async ensure(id: string, owner: string): Promise<string | null> {
+    const { rows } = await translated(
+      prepared<{ owner: string | null }>(this.pool, 'conversation_ensure', ENSURE, [id, owner]),
+    );
+    return rows[0]!.owner;
   }
 }

@@ -8,13 +8,13 @@ import { toResource, type ResourceRow } from './resource-store';
 import { prepared, type Queryable } from './sql';
 
 const DECISION_SELECT = `
-  SELECT c.legacy_level, c.policy, p.level
+  SELECT c.legacy_level, c.policy, c.owner, p.level
   FROM conversations c LEFT JOIN tool_permissions p ON p.conversation_id = c.id AND p.tool = $2
   WHERE c.id = $1`;
 
 /** The same, plus the one resource a read action declared it will read. */
 const DECISION_SELECT_PREFETCH = `
-  SELECT c.legacy_level, c.policy, p.level,
+  SELECT c.legacy_level, c.policy, c.owner, p.level,
          r.name, r.data, r.created_by, r.updated_by, r.created_at, r.updated_at, r.version
   FROM conversations c
   LEFT JOIN tool_permissions p ON p.conversation_id = c.id AND p.tool = $2
@@ -24,25 +24,33 @@ const DECISION_SELECT_PREFETCH = `
 /** Creates the conversation unless a concurrent request just did, and reads it either way. */
 const DECISION_CREATE = `
   WITH created AS (
-    INSERT INTO conversations (id) VALUES ($1) ON CONFLICT (id) DO NOTHING
-    RETURNING id, legacy_level, policy
+    INSERT INTO conversations (id, owner) VALUES ($1, $3) ON CONFLICT (id) DO NOTHING
+    RETURNING id, legacy_level, policy, owner
   ), conv AS (
-    SELECT id, legacy_level, policy FROM created
+    SELECT id, legacy_level, policy, owner FROM created
     UNION ALL
-    SELECT id, legacy_level, policy FROM conversations WHERE id = $1
+    SELECT id, legacy_level, policy, owner FROM conversations WHERE id = $1
   )
-  SELECT conv.legacy_level, conv.policy, p.level
+  SELECT conv.legacy_level, conv.policy, conv.owner, p.level
   FROM conv LEFT JOIN tool_permissions p ON p.conversation_id = conv.id AND p.tool = $2
   LIMIT 1`;
 
-type DecisionRow = { legacy_level: number | null; policy: unknown; level: number | null } & Partial<
-  Record<keyof ResourceRow, unknown>
->;
+type DecisionRow = {
+  legacy_level: number | null;
+  policy: unknown;
+  owner: string | null;
+  level: number | null;
+} & Partial<Record<keyof ResourceRow, unknown>>;
 
 export class SqlDecisionStore implements DecisionStore {
   constructor(private readonly pool: Queryable) {}
 
-  async load(conversationId: string, tool: string, create: boolean, prefetch?: string): Promise<DecisionContext> {
+  async load(
+    conversationId: string,
+    tool: string,
+    createOwner: string | undefined,
+    prefetch?: string,
+  ): Promise<DecisionContext> {
     const db = this.pool;
     const first =
       prefetch === undefined
@@ -58,14 +66,16 @@ export class SqlDecisionStore implements DecisionStore {
       row && prefetch !== undefined
         ? { name: prefetch, resource: row.name == null ? null : toResource(row as unknown as ResourceRow) }
         : undefined;
-    if (!row && create) {
-      row = (await prepared<DecisionRow>(db, 'decision_create', DECISION_CREATE, [conversationId, tool])).rows[0];
+    if (!row && createOwner !== undefined) {
+      row = (await prepared<DecisionRow>(db, 'decision_create', DECISION_CREATE, [conversationId, tool, createOwner]))
+        .rows[0];
     }
     if (!row) return { exists: false, legacyLevel: null, policy: { deny: [] }, explicitLevel: null };
     // The stored policy is parsed by the domain's rule (src/core/policy.ts): unreadable denies everything.
     const { policy, problem } = readStoredPolicy(row.policy);
     return {
       exists: true,
+      owner: row.owner,
       legacyLevel: row.legacy_level,
       policy,
       ...(problem ? { policyProblem: problem } : {}),

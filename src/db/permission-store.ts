@@ -8,6 +8,7 @@ import type { PermissionStore, StoredLevels } from '../core/ports';
 import type { Level } from '../core/tool-interface';
 import type { PrismaClient } from '../generated/prisma/client';
 import { translated } from './sql';
+import { AppError } from '../core/errors';
 
 export class PrismaPermissionStore implements PermissionStore {
   constructor(private readonly prisma: PrismaClient) {}
@@ -17,12 +18,22 @@ export class PrismaPermissionStore implements PermissionStore {
    * apply one after the other and each history row records the level it
    * really replaced.
    */
-  async setLevel(conversationId: string, tool: string, level: Level, actor: string): Promise<LevelChange> {
+  async setLevel(
+    conversationId: string,
+    tool: string,
+    level: Level,
+    actor: string,
+    as: { createOwner: string; requiredOwner?: string },
+  ): Promise<LevelChange> {
     return translated(
       this.prisma.$transaction(async (tx) => {
-        await tx.$executeRaw`INSERT INTO conversations (id) VALUES (${conversationId}) ON CONFLICT (id) DO NOTHING`;
-        const [conv] = await tx.$queryRaw<Array<{ legacy_level: number | null }>>`
-        SELECT legacy_level FROM conversations WHERE id = ${conversationId} FOR UPDATE`;
+        await tx.$executeRaw`INSERT INTO conversations (id, owner) VALUES (${conversationId}, ${as.createOwner})
+          ON CONFLICT (id) DO NOTHING`;
+        const [conv] = await tx.$queryRaw<Array<{ legacy_level: number | null; owner: string | null }>>`
+        SELECT legacy_level, owner FROM conversations WHERE id = ${conversationId} FOR UPDATE`;
+        if (as.requiredOwner !== undefined && conv?.owner !== as.requiredOwner) {
+          throw new AppError('not_found', `Conversation not found: ${conversationId}`);
+        }
         const current = await tx.toolPermission.findUnique({
           where: { conversationId_tool: { conversationId, tool } },
           select: { level: true },

@@ -3,6 +3,7 @@ import type { Stores } from '../core/ports';
 import { PrismaConversationStore } from './conversation-store';
 import type { Database } from './database';
 import { SqlDecisionStore } from './decision-store';
+import { SqlKeyStore } from './key-store';
 import { PrismaPermissionStore } from './permission-store';
 import { SqlResourceStore } from './resource-store';
 import { PoolUnitsOfWork } from './unit-of-work';
@@ -13,6 +14,7 @@ export function openStores(db: Pick<Database, 'pool' | 'prisma'>): Stores {
     decisions: new SqlDecisionStore(db.pool),
     permissions: new PrismaPermissionStore(db.prisma),
     conversations: new PrismaConversationStore(db.prisma, db.pool),
+    keys: new SqlKeyStore(db.pool),
     units: new PoolUnitsOfWork(db.pool),
   };
 }

@@ -12,6 +12,7 @@ export const NEGOTIATION_STATUS: Record<NegotiationCode, number> = {
   ambiguous_action: 409,
   permission_required: 403,
   denied: 403,
+  level_ceiling: 403,
   resource_not_found: 404,
   resource_exists: 409,
   resource_too_large: 413,

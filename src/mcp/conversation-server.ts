@@ -16,6 +16,7 @@ import {
   ReadResourceRequestSchema,
 } from '@modelcontextprotocol/sdk/types.js';
 import type { NegotiationResult } from '../core/negotiation';
+import type { Principal } from '../core/principal';
 import { isValidId } from '../core/resource-names';
 import { isSpecialAction } from '../core/special-actions';
 import type { Resource } from '../core/tool-interface';
@@ -83,7 +84,8 @@ function refused(text: string): CallToolResult {
   return { isError: true, content: [{ type: 'text', text }] };
 }
 
-export function createConversationServer(services: Services, conversationId: string): Server {
+/** The MCP server of one conversation for one principal (sessions are bound to the principal that opened them). */
+export function createConversationServer(services: Services, conversationId: string, principal: Principal): Server {
   const { manager, catalog, stores, resources, logger } = services;
   const log = logger.child({ component: 'mcp', conversationId });
 
@@ -111,8 +113,8 @@ export function createConversationServer(services: Services, conversationId: str
   server.setRequestHandler(ListToolsRequestSchema, async () => {
     try {
       const set = catalog.snapshot().set;
-      const { policy } = await stores.decisions.load(conversationId, '', false);
-      return { tools: mcpToolDefinitions(set, policy) };
+      const { policy } = await stores.decisions.load(conversationId, '', undefined);
+      return { tools: mcpToolDefinitions(set, policy, principal.maxLevel) };
     } catch (err) {
       throw internal(err, 'tools/list');
     }
@@ -126,7 +128,7 @@ export function createConversationServer(services: Services, conversationId: str
       );
     }
     try {
-      const result = await manager.negotiate(conversationId, { action: name, args: args ?? {} });
+      const result = await manager.negotiate(principal, conversationId, { action: name, args: args ?? {} });
       return toolResult(result);
     } catch (err) {
       throw internal(err, 'tools/call');

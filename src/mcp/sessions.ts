@@ -15,6 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import type { Principal } from '../core/principal';
 import type { Services } from '../services';
 import { createConversationServer } from './conversation-server';
 
@@ -23,23 +24,34 @@ export interface McpSessionOptions {
   maxSessions?: number;
   /** A session without any request for this long is closed. Default 30 minutes. */
   idleTimeoutMs?: number;
+  /** Open sessions one principal may hold; an initialize beyond it gets 429. Default 16. */
+  maxSessionsPerPrincipal?: number;
 }
 
-/** Why an initialize cannot open a session now: the router is closing, or the table is full. */
-export type OpenRefusal = 'closing' | 'full';
+/** Why an initialize cannot open a session now: the router is closing, the table is full, or the principal holds its share. */
+export type OpenRefusal = 'closing' | 'full' | 'principal-full';
 
 export interface McpSessions {
   /** Open sessions (for tests and metrics). */
   readonly size: number;
-  /** Why a new session cannot open now, or undefined when it can. */
-  refusal(): OpenRefusal | undefined;
+  /** Why a new session cannot open now for this principal, or undefined when it can. */
+  refusal(principal: Principal): OpenRefusal | undefined;
   /**
    * Answers an initialize request through a new transport. The session exists
    * once the SDK has given it an id; an initialize that fails leaves nothing.
    */
-  open(conversationId: string, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void>;
-  /** The transport of session `id` if it was opened for this conversation, marked as just used. */
-  find(id: string, conversationId: string): StreamableHTTPServerTransport | undefined;
+  open(
+    conversationId: string,
+    principal: Principal,
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: unknown,
+  ): Promise<void>;
+  /**
+   * The transport of session `id` if it was opened for this conversation by
+   * this principal, marked as just used; to anyone else it does not exist.
+   */
+  find(id: string, conversationId: string, principal: Principal): StreamableHTTPServerTransport | undefined;
   /** Closes every session (and its SSE streams) and refuses new ones. */
   closeAll(): Promise<void>;
 }
@@ -47,17 +59,33 @@ export interface McpSessions {
 interface Session {
   id: string;
   conversationId: string;
+  /** Who opened it (principalKey): only it may use the session. */
+  owner: string;
   transport: StreamableHTTPServerTransport;
   server: Server;
   lastSeen: number;
 }
 
 const DEFAULT_MAX_SESSIONS = 1000;
+const DEFAULT_MAX_PER_PRINCIPAL = 16;
+
+/** One principal, whatever its token: a key by its id, a JWT's subject by role and subject. */
+export function principalKey(p: Principal): string {
+  return p.keyId !== undefined ? `key:${p.keyId}` : `${p.role}:${p.subject}`;
+}
 const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60 * 1000;
 
 export function createMcpSessions(services: Services, options: McpSessionOptions = {}): McpSessions {
   const maxSessions = options.maxSessions ?? DEFAULT_MAX_SESSIONS;
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const maxPerPrincipal = options.maxSessionsPerPrincipal ?? DEFAULT_MAX_PER_PRINCIPAL;
+  /** Open and initializing sessions per principal. */
+  const held = new Map<string, number>();
+  const hold = (owner: string, delta: number): void => {
+    const n = (held.get(owner) ?? 0) + delta;
+    if (n > 0) held.set(owner, n);
+    else held.delete(owner);
+  };
   const log = services.logger.child({ component: 'mcp' });
   const registry = services.catalog.registry;
   const sessions = new Map<string, Session>();
@@ -99,6 +127,7 @@ export function createMcpSessions(services: Services, options: McpSessionOptions
     const s = sessions.get(id);
     if (!s) return;
     sessions.delete(id);
+    hold(s.owner, -1);
     if (sessions.size === 0) {
       registry.off('change', onToolsChanged);
       if (sweeper) clearInterval(sweeper);
@@ -117,13 +146,25 @@ export function createMcpSessions(services: Services, options: McpSessionOptions
     }
   }
 
-  async function open(conversationId: string, req: IncomingMessage, res: ServerResponse, body: unknown): Promise<void> {
-    const server = createConversationServer(services, conversationId);
+  async function open(
+    conversationId: string,
+    principal: Principal,
+    req: IncomingMessage,
+    res: ServerResponse,
+    body: unknown,
+  ): Promise<void> {
+    const owner = principalKey(principal);
+    const server = createConversationServer(services, conversationId, principal);
+    // Counted from now: sessions still initializing hold a server and a transport too.
+    hold(owner, 1);
+    let counted = true;
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       onsessioninitialized: (id) => {
         pending.delete(transport);
-        opened({ id, conversationId, transport, server, lastSeen: Date.now() });
+        // From here the session's count is released by forget().
+        counted = false;
+        opened({ id, conversationId, owner, transport, server, lastSeen: Date.now() });
       },
     });
     transport.onerror = (err) => log.debug({ err, conversationId }, 'MCP transport error');
@@ -138,6 +179,7 @@ export function createMcpSessions(services: Services, options: McpSessionOptions
       await transport.handleRequest(req, res, body);
     } finally {
       pending.delete(transport);
+      if (counted) hold(owner, -1);
       // An initialize that failed (bad headers, bad params) leaves nothing behind.
       if (!transport.sessionId) await server.close().catch(() => undefined);
     }
@@ -147,16 +189,17 @@ export function createMcpSessions(services: Services, options: McpSessionOptions
     get size() {
       return sessions.size;
     },
-    refusal() {
+    refusal(principal) {
       if (closed) return 'closing';
+      if ((held.get(principalKey(principal)) ?? 0) >= maxPerPrincipal) return 'principal-full';
       // Sessions still initializing count: they hold a server and a transport too.
       return sessions.size + pending.size >= maxSessions ? 'full' : undefined;
     },
     open,
-    find(id, conversationId) {
+    find(id, conversationId, principal) {
       const s = sessions.get(id);
-      // A session belongs to the conversation it was opened for; under another URL it does not exist.
-      if (!s || s.conversationId !== conversationId) return undefined;
+      // A session belongs to the conversation it was opened for, and to who opened it; to anyone else it does not exist.
+      if (!s || s.conversationId !== conversationId || s.owner !== principalKey(principal)) return undefined;
       s.lastSeen = Date.now();
       return s.transport;
     },

@@ -1,14 +1,19 @@
 /**
  * The conversation's tools as MCP `tools/list` entries: exactly the `mcp`
  * format of GET /tools/definitions (src/core/llm-definitions/), without what
- * the conversation's policy denies. Special actions (`list-tools`,
+ * the conversation's policy denies (and, for an agent key with a ceiling,
+ * what is above it). Special actions (`list-tools`,
  * `upgrade:…`) are not actions of any tool, so they never appear.
  */
 import { buildDefinitions, type McpToolDefinition } from '../core/llm-definitions';
 import type { TPolicy } from '../core/policy';
 import type { ToolSet } from '../core/tool-registry';
 
-/** The set's tools in the mcp format, without what the policy denies. */
-export function mcpToolDefinitions(set: ToolSet, policy: TPolicy): Array<McpToolDefinition & Record<string, unknown>> {
-  return buildDefinitions(set, 'mcp', { policy }).tools.map((tool) => ({ ...tool }));
+/** The set's tools in the mcp format, without what the policy denies or what is above `maxLevel`. */
+export function mcpToolDefinitions(
+  set: ToolSet,
+  policy: TPolicy,
+  maxLevel?: number,
+): Array<McpToolDefinition & Record<string, unknown>> {
+  return buildDefinitions(set, 'mcp', { policy, maxLevel }).tools.map((tool) => ({ ...tool }));
 }

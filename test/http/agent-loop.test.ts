@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import request from 'supertest';
+import { request } from '../support/auth';
 import { type Transcript, runAgentLoop } from '../../examples/agent-loop';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { uniqueId } from '../support/ids';

@@ -3,7 +3,8 @@
  * resource, conditional REST writes, first use of a conversation by many
  * requests at once, and an action whose writes must commit together.
  */
-import request from 'supertest';
+import type supertest from 'supertest';
+import { request } from '../support/auth';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { type ScratchDir, scratchDir } from '../support/scratch-dir';
 import { uniqueId } from '../support/ids';
@@ -62,7 +63,7 @@ afterAll(async () => {
 
 type Body = Record<string, unknown>;
 
-function neg(conversationId: string, body: Body): request.Test {
+function neg(conversationId: string, body: Body): supertest.Test {
   return request(t.app).post(`/conversations/${conversationId}/negotiate`).send(body);
 }
 

@@ -5,7 +5,8 @@
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import request from 'supertest';
+import type supertest from 'supertest';
+import { request } from '../support/auth';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { uniqueId } from '../support/ids';
 import { type ScratchDir, scratchDir } from '../support/scratch-dir';
@@ -25,7 +26,7 @@ afterAll(async () => {
   work?.remove();
 });
 
-function neg(conversationId: string, body: Record<string, unknown>): request.Test {
+function neg(conversationId: string, body: Record<string, unknown>): supertest.Test {
   return request(t.app).post(`/conversations/${conversationId}/negotiate`).send(body);
 }
 
@@ -36,7 +37,7 @@ async function conversationWith(data: unknown): Promise<string> {
   return c;
 }
 
-function writeExport(c: string, path: string): request.Test {
+function writeExport(c: string, path: string): supertest.Test {
   return neg(c, { action: 'export-tool/write-export', args: { name: 'doc', format: 'json', path } });
 }
 

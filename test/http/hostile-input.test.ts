@@ -8,7 +8,8 @@ import { connect } from 'node:net';
 import { gzipSync } from 'node:zlib';
 import { Client } from 'pg';
 import pino from 'pino';
-import request from 'supertest';
+import type supertest from 'supertest';
+import { request } from '../support/auth';
 import { buildApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { MAX_JSON_DEPTH } from '../../src/http/input-checks';
@@ -28,12 +29,12 @@ afterAll(async () => t?.close());
 /** A JSON text nested `levels` deep, counting the outer object as level 1: `{"data":[[...]]}`. */
 const nestedData = (levels: number): string => `{"data":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
 
-function send(method: 'post' | 'put' | 'get', path: string, json?: string): request.Test {
+function send(method: 'post' | 'put' | 'get', path: string, json?: string): supertest.Test {
   const r = request(t.app)[method](path);
   return json === undefined ? r : r.set('Content-Type', 'application/json').send(json);
 }
 
-function expectProblem(res: request.Response | { status: number; text: string }, status: number, code: string): void {
+function expectProblem(res: supertest.Response | { status: number; text: string }, status: number, code: string): void {
   expect(res.status).toBe(status);
   const body = JSON.parse(res.text) as { code: string; detail: string };
   expect(body.code).toBe(code);

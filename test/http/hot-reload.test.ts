@@ -5,7 +5,8 @@
  * a timer.
  */
 import { unlinkSync, writeFileSync } from 'node:fs';
-import request from 'supertest';
+import type supertest from 'supertest';
+import { request } from '../support/auth';
 import type { ToolSet } from '../../src/core/tool-registry';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { uniqueId } from '../support/ids';
@@ -48,7 +49,7 @@ async function toolNames(): Promise<string[]> {
   return (res.body.tools as { name: string }[]).map((x) => x.name);
 }
 
-function neg(conversationId: string, body: Record<string, unknown>): request.Test {
+function neg(conversationId: string, body: Record<string, unknown>): supertest.Test {
   return request(t.app).post(`/conversations/${conversationId}/negotiate`).send(body);
 }
 

@@ -3,7 +3,8 @@
  * interop"), as a host handing tools to a model sees them: the bundled tools
  * plus a TOOLS_DIR tool whose name and action are at the 31-character limit.
  */
-import request from 'supertest';
+import type supertest from 'supertest';
+import { request } from '../support/auth';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { type ScratchDir, scratchDir } from '../support/scratch-dir';
 import { uniqueId } from '../support/ids';
@@ -63,7 +64,7 @@ interface ActionInfo {
   inputSchema: JsonSchema;
 }
 
-function expectProblem(res: request.Response, status: number, code: string): void {
+function expectProblem(res: supertest.Response, status: number, code: string): void {
   expect({ status: res.status, code: res.body.code }).toEqual({ status, code });
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   expect(res.body.status).toBe(status);

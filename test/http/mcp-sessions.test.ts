@@ -5,7 +5,8 @@
  */
 import express from 'express';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
-import request from 'supertest';
+import type supertest from 'supertest';
+import { request } from '../support/auth';
 import { mcpRouter, type McpRouter } from '../../src/mcp/conversation-mcp';
 import { waitFor } from '../support/poll';
 import { type TestApp, createTestApp } from '../support/test-app';
@@ -42,7 +43,7 @@ const INITIALIZE = {
   params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'x', version: '1' } },
 };
 
-function initialize(app: express.Express, conversationId: string): request.Test {
+function initialize(app: express.Express, conversationId: string): supertest.Test {
   return request(app)
     .post(`/conversations/${conversationId}/mcp`)
     .set('accept', 'application/json, text/event-stream')

@@ -4,7 +4,8 @@
  * table, then routing, alignment, dryRun, the special actions, first-use
  * conversations and third-party tools from TOOLS_DIR.
  */
-import request from 'supertest';
+import type supertest from 'supertest';
+import { request } from '../support/auth';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { type ScratchDir, scratchDir } from '../support/scratch-dir';
 import { uniqueId } from '../support/ids';
@@ -55,11 +56,11 @@ afterAll(async () => {
 
 type Body = Record<string, unknown>;
 
-function negotiate(app: TestApp['app'], conversationId: string, body: Body): request.Test {
+function negotiate(app: TestApp['app'], conversationId: string, body: Body): supertest.Test {
   return request(app).post(`/conversations/${conversationId}/negotiate`).send(body);
 }
 
-function neg(conversationId: string, body: Body): request.Test {
+function neg(conversationId: string, body: Body): supertest.Test {
   return negotiate(t.app, conversationId, body);
 }
 
@@ -69,7 +70,7 @@ async function upgrade(conversationId: string, tool: string, level: number): Pro
   expect(res.body.success).toBe(true);
 }
 
-async function getResource(conversationId: string, name: string): Promise<request.Response> {
+async function getResource(conversationId: string, name: string): Promise<supertest.Response> {
   return request(t.app).get(`/conversations/${conversationId}/resources/${name}`);
 }
 
@@ -79,7 +80,7 @@ async function putResource(conversationId: string, name: string, data: unknown):
 }
 
 /** A negotiate outcome other than a malformed request is a NegotiationResult in plain JSON. */
-function expectOutcome(res: request.Response, status: number, code: string): void {
+function expectOutcome(res: supertest.Response, status: number, code: string): void {
   expect({ status: res.status, code: res.body.code, success: res.body.success }).toEqual({
     status,
     code,
@@ -90,7 +91,7 @@ function expectOutcome(res: request.Response, status: number, code: string): voi
   expect(res.body.error.length).toBeGreaterThan(0);
 }
 
-function expectSuccess(res: request.Response): void {
+function expectSuccess(res: supertest.Response): void {
   expect({ status: res.status, success: res.body.success, code: res.body.code, error: res.body.error }).toEqual({
     status: 200,
     success: true,
@@ -99,7 +100,7 @@ function expectSuccess(res: request.Response): void {
   });
 }
 
-function expectProblem(res: request.Response, status: number, code: string): void {
+function expectProblem(res: supertest.Response, status: number, code: string): void {
   expect(res.status).toBe(status);
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   expect(res.body).toMatchObject({ status, code });

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import request from 'supertest';
+import { request } from '../support/auth';
 import { OPENAPI_PATH } from '../../src/app';
 import { type TestApp, createTestApp } from '../support/test-app';
 

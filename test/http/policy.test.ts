@@ -3,7 +3,8 @@
  * question, and a stored policy that cannot be read denies every action
  * (fail closed) and says why in the log.
  */
-import request from 'supertest';
+import type supertest from 'supertest';
+import { request } from '../support/auth';
 import { uniqueId } from '../support/ids';
 import { type TestApp, createTestApp } from '../support/test-app';
 
@@ -13,7 +14,7 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
-function neg(conversationId: string, body: Record<string, unknown>): request.Test {
+function neg(conversationId: string, body: Record<string, unknown>): supertest.Test {
   return request(t.app).post(`/conversations/${conversationId}/negotiate`).send(body);
 }
 
@@ -23,7 +24,7 @@ async function createWithPolicy(deny: string[]): Promise<string> {
   return id;
 }
 
-function expectDenied(res: request.Response): void {
+function expectDenied(res: supertest.Response): void {
   expect({ status: res.status, code: res.body.code, success: res.body.success, alignment: res.body.alignment }).toEqual(
     { status: 403, code: 'denied', success: false, alignment: 'contradiction' },
   );

@@ -7,7 +7,8 @@
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Express } from 'express';
-import request from 'supertest';
+import type supertest from 'supertest';
+import { request } from '../support/auth';
 import { serverUrl } from '../support/db-server';
 import { type PeerApp, createPeerApp } from '../support/peer-app';
 import { type TestApp, createTestApp } from '../support/test-app';
@@ -81,7 +82,7 @@ afterAll(async () => {
 
 type Body = Record<string, unknown>;
 
-function neg(app: Express, conversationId: string, body: Body): request.Test {
+function neg(app: Express, conversationId: string, body: Body): supertest.Test {
   return request(app).post(`/conversations/${conversationId}/negotiate`).send(body);
 }
 
@@ -97,7 +98,7 @@ async function allow(conversationId: string, tool: string, level: number): Promi
   expect((await neg(one.app, conversationId, { action: `upgrade:${tool}:level-${level}` })).status).toBe(200);
 }
 
-function transform(app: Express, conversationId: string, args: Body): request.Test {
+function transform(app: Express, conversationId: string, args: Body): supertest.Test {
   return neg(app, conversationId, { action: 'transform-tool/transform-resource', args });
 }
 

@@ -1,4 +1,4 @@
-import request from 'supertest';
+import { request } from '../support/auth';
 import { ConversationSharedContext } from '../../src/core/shared-context';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { uniqueId } from '../support/ids';

@@ -2,7 +2,8 @@
  * The REST endpoints of API.md: conversations, permissions, resources (the
  * shared context) and tools, as an outside client sees them.
  */
-import request from 'supertest';
+import type supertest from 'supertest';
+import { request } from '../support/auth';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { uniqueId } from '../support/ids';
 import { ID_PATTERN as ID_RE } from '../../src/core/resource-names';
@@ -21,7 +22,7 @@ afterAll(async () => t?.close());
 
 type Body = Record<string, unknown>;
 
-function expectProblem(res: request.Response, status: number, code: string): void {
+function expectProblem(res: supertest.Response, status: number, code: string): void {
   expect({ status: res.status, code: res.body.code }).toEqual({ status, code });
   expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
   expect(res.body.status).toBe(status);
@@ -32,7 +33,7 @@ function expectProblem(res: request.Response, status: number, code: string): voi
   expect(JSON.stringify(res.body)).not.toMatch(/\bat .*\.(js|ts):\d+|SELECT |INSERT INTO|UPDATE .* SET/);
 }
 
-function expectValidationProblem(res: request.Response): void {
+function expectValidationProblem(res: supertest.Response): void {
   expectProblem(res, 400, 'validation_failed');
   expect(Array.isArray(res.body.errors)).toBe(true);
   expect(res.body.errors.length).toBeGreaterThan(0);
@@ -42,7 +43,7 @@ function expectValidationProblem(res: request.Response): void {
   }
 }
 
-function neg(conversationId: string, body: Body): request.Test {
+function neg(conversationId: string, body: Body): supertest.Test {
   return request(t.app).post(`/conversations/${conversationId}/negotiate`).send(body);
 }
 

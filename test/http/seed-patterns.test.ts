@@ -2,7 +2,8 @@
  * Seed 002's four coordination patterns and its "Testing Multi-Tool
  * Workflows" example, driven over HTTP through negotiate (API.md).
  */
-import request from 'supertest';
+import type supertest from 'supertest';
+import { request } from '../support/auth';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { uniqueId } from '../support/ids';
 
@@ -14,7 +15,7 @@ afterAll(async () => t?.close());
 
 type Body = Record<string, unknown>;
 
-function negotiate(conversationId: string, action: string, args?: Body, extra: Body = {}): request.Test {
+function negotiate(conversationId: string, action: string, args?: Body, extra: Body = {}): supertest.Test {
   return request(t.app)
     .post(`/conversations/${conversationId}/negotiate`)
     .send({ action, ...(args === undefined ? {} : { args }), ...extra });
@@ -26,7 +27,7 @@ async function ok(
   action: string,
   args?: Body,
   extra: Body = {},
-): Promise<request.Response['body']> {
+): Promise<supertest.Response['body']> {
   const res = await negotiate(conversationId, action, args, extra);
   expect({ status: res.status, success: res.body.success, code: res.body.code }).toEqual({
     status: 200,

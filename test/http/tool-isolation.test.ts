@@ -8,7 +8,8 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import request from 'supertest';
+import type supertest from 'supertest';
+import { request } from '../support/auth';
 import { ConversationSharedContext } from '../../src/core/shared-context';
 import type { ToolLogger } from '../../src/core/tool-interface';
 import { ToolRegistry } from '../../src/core/tool-registry';
@@ -56,7 +57,7 @@ afterAll(async () => {
   for (const dir of [toolsDir, markerDir]) if (dir) rmSync(dir, { recursive: true, force: true });
 });
 
-function neg(conversationId: string, action: string, args: Record<string, unknown> = {}): request.Test {
+function neg(conversationId: string, action: string, args: Record<string, unknown> = {}): supertest.Test {
   return request(t.app).post(`/conversations/${conversationId}/negotiate`).send({ action, args });
 }
 
@@ -183,7 +184,7 @@ describe('the shared context across the boundary', () => {
   it("checks a dry run's args with the tool's own schema, in its worker, running nothing", async () => {
     const c = uniqueId('dry');
     await grant(c, 'sandboxed-tool', 2);
-    const dry = (args: Record<string, unknown>): request.Test =>
+    const dry = (args: Record<string, unknown>): supertest.Test =>
       request(t.app)
         .post(`/conversations/${c}/negotiate`)
         .send({ action: 'sandboxed-tool/write-two', args, dryRun: true });

@@ -2,7 +2,7 @@
  * A tool that never finishes: the call answers tool_error after
  * TOOL_TIMEOUT_MS, its writes are rolled back, and the service goes on.
  */
-import request from 'supertest';
+import { request } from '../support/auth';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { uniqueId } from '../support/ids';
 import { type ScratchDir, scratchDir } from '../support/scratch-dir';

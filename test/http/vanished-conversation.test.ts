@@ -4,7 +4,7 @@
  * domain's not_found, and negotiate answers it as REST does, a 404 problem,
  * not a tool_error (a 500 blaming the tool), in-process and in a worker alike.
  */
-import request from 'supertest';
+import { request } from '../support/auth';
 import { uniqueId } from '../support/ids';
 import { waitForFile } from '../support/isolation-tools';
 import { type ScratchDir, scratchDir } from '../support/scratch-dir';

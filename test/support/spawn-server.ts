@@ -5,6 +5,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { freePort } from '../../bench/free-port';
+import { TEST_AUTH_ENV } from './auth';
 import { ROOT } from './db-server';
 
 export { freePort };
@@ -28,6 +29,7 @@ export async function spawnServer(env: Record<string, string>, port?: number): P
     PORT: String(listenPort),
     HOST: '127.0.0.1',
     LOG_LEVEL: 'info',
+    ...TEST_AUTH_ENV,
     ...env,
   };
   if (!('DATABASE_URL' in env)) delete childEnv.DATABASE_URL;

@@ -10,6 +10,8 @@ import { type Database, openDatabase } from '../../src/db/database';
 import { createLogger } from '../../src/logger';
 import type { Services } from '../../src/services';
 import { wireServices } from '../../src/bootstrap';
+import type { AuthenticatorOptions } from '../../src/auth/authenticator';
+import { TEST_AUTH_ENV } from './auth';
 import type { ToolRegistry, ToolRegistryOptions } from '../../src/core/tool-registry';
 import { type TestDatabase, createMigratedDatabase } from './db-server';
 
@@ -30,18 +32,31 @@ export interface TestAppOptions {
   /** Record log lines in `logs` instead of writing them. */
   captureLogs?: boolean;
   registry?: Pick<ToolRegistryOptions, 'loadTimeoutMs' | 'isolateToolsDir'>;
+  auth?: AuthenticatorOptions;
 }
 
 export async function createTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
   const database = await createMigratedDatabase();
-  const config: Config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', NODE_ENV: 'test', ...env });
+  const config: Config = loadConfig({
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    NODE_ENV: 'test',
+    ...TEST_AUTH_ENV,
+    ...env,
+  });
   const logs: LogLine[] = [];
   const logger = options.captureLogs
     ? pino({ level: 'info' }, { write: (line: string) => logs.push(JSON.parse(line) as LogLine) })
     : createLogger(config.logLevel);
   const db = openDatabase({ client: database.client, poolSize: 5, sharedSession: database.embedded });
-  const { services, registry } = wireServices(config, logger, db, { debounceMs: 50, ...options.registry });
+  const { services, registry } = wireServices(
+    config,
+    logger,
+    db,
+    { debounceMs: 50, ...options.registry },
+    options.auth ?? {},
+  );
   await registry.load();
+  services.authenticator.start();
   const app = buildApp(services);
   return {
     app,
@@ -51,6 +66,7 @@ export async function createTestApp(env: Record<string, string> = {}, options: T
     registry,
     logs,
     close: async () => {
+      services.authenticator.stop();
       await registry.close();
       await db.close();
       await database.close();

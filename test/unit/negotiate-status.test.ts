@@ -13,6 +13,8 @@ const API_MD: Record<NegotiationCode, number> = {
   ambiguous_action: 409,
   permission_required: 403,
   denied: 403,
+  // Identity and access: an agent key's maxLevel.
+  level_ceiling: 403,
   resource_not_found: 404,
   resource_exists: 409,
   resource_too_large: 413,

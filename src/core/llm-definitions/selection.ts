@@ -16,16 +16,22 @@ export interface SelectOptions {
   limit?: number;
   /** Actions this policy denies are left out. */
   policy?: TPolicy;
+  /** Actions above this level are left out (an agent key's ceiling). */
+  maxLevel?: number;
 }
 
 function byQualifiedName(a: LoadedAction, b: LoadedAction): number {
   return compareNames(a.qualifiedName, b.qualifiedName);
 }
 
-/** The actions the policy allows, sorted by qualified name. */
-export function allowedActions(set: ToolSet, policy?: TPolicy): LoadedAction[] {
-  const allowed = policy ? set.actions.filter((a) => deniedBy(policy, a.qualifiedName) === undefined) : set.actions;
-  return [...allowed].sort(byQualifiedName);
+/** The actions the policy allows (at or below `maxLevel`), sorted by qualified name. */
+export function allowedActions(set: ToolSet, policy?: TPolicy, maxLevel?: number): LoadedAction[] {
+  const allowed = set.actions.filter(
+    (a) =>
+      (policy === undefined || deniedBy(policy, a.qualifiedName) === undefined) &&
+      (maxLevel === undefined || a.level <= maxLevel),
+  );
+  return allowed.sort(byQualifiedName);
 }
 
 /**
@@ -34,7 +40,7 @@ export function allowedActions(set: ToolSet, policy?: TPolicy): LoadedAction[] {
  * to `limit`.
  */
 export function selectActions(set: ToolSet, options: SelectOptions = {}): LoadedAction[] {
-  const allowed = allowedActions(set, options.policy);
+  const allowed = allowedActions(set, options.policy, options.maxLevel);
   const ranked = hasQueryWords(options.query) ? rankActions(set, allowed, options.query).map((r) => r.action) : allowed;
   return options.limit === undefined ? ranked : ranked.slice(0, Math.max(0, options.limit));
 }

@@ -1,0 +1,157 @@
+import {
+  Body,
+  Controller,
+  Delete,
+  Get,
+  Path,
+  Post,
+  Request,
+  Response,
+  Route,
+  SuccessResponse,
+  Tags,
+} from '@tsoa/runtime';
+import type { Request as ExRequest } from 'express';
+import type { KeyView } from '../core/keys';
+import { principalOf } from '../http/authenticate';
+import type { Problem } from '../http/problem';
+import type { Services } from '../services';
+import type { Id, PermissionLevel } from './types';
+
+export interface CreateKeyBody {
+  role: 'admin' | 'user';
+  /**
+   * Whom the key authenticates: conversations it creates are owned by this subject.
+   * @pattern ^[\x21-\x7e]{1,256}$
+   */
+  subject: string;
+  /** @maxLength 200 */
+  label?: string;
+  /**
+   * When the key stops working (epoch milliseconds, in the future); absent: never.
+   * @isInt
+   */
+  expiresAt?: number;
+}
+
+export interface CreateAgentKeyBody {
+  /** @maxLength 200 */
+  label?: string;
+  /** A ceiling: none of the agent's calls above this level runs, whatever the tool's level. */
+  maxLevel?: PermissionLevel;
+  /**
+   * Epoch milliseconds, in the future; absent: never.
+   * @isInt
+   */
+  expiresAt?: number;
+}
+
+/** A key as listed: never its token. */
+export interface ApiKey {
+  id: string;
+  role: 'admin' | 'user' | 'agent';
+  subject: string;
+  /** An agent key's conversation; null for admin and user keys. */
+  conversationId: string | null;
+  maxLevel: number | null;
+  label: string | null;
+  /** Epoch milliseconds, or null. */
+  expiresAt: number | null;
+  createdAt: number;
+  /** The principal that minted it (`admin:SUBJECT`, `user:SUBJECT`). */
+  createdBy: string;
+  /** Epoch milliseconds, or null while it works. */
+  revokedAt: number | null;
+}
+
+/** A key just minted: the only time its token is shown. Store it now. */
+export interface CreatedApiKey extends ApiKey {
+  token: string;
+}
+
+export interface KeyList {
+  keys: ApiKey[];
+}
+
+export interface Me {
+  subject: string;
+  role: 'admin' | 'user' | 'agent';
+  keyId?: string;
+  conversationId?: string;
+  maxLevel?: number;
+}
+
+function view(k: KeyView): ApiKey {
+  return { ...k };
+}
+
+@Route('')
+@Tags('Identity')
+export class KeysController extends Controller {
+  constructor(private readonly services: Services) {
+    super();
+  }
+
+  /** The caller, as the service knows it. */
+  @Get('me')
+  @Response<Problem>(401, 'No valid bearer token')
+  public me(@Request() req: ExRequest): Me {
+    const p = principalOf(req);
+    return {
+      subject: p.subject,
+      role: p.role,
+      ...(p.keyId !== undefined ? { keyId: p.keyId } : {}),
+      ...(p.conversationId !== undefined ? { conversationId: p.conversationId } : {}),
+      ...(p.maxLevel !== undefined ? { maxLevel: p.maxLevel } : {}),
+    };
+  }
+
+  /** Mints an admin or user key (admins only). The token is in this response only. */
+  @Post('keys')
+  @SuccessResponse(201, 'Created')
+  @Response<Problem>(400, 'Bad role, subject or expiresAt')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Only admins mint keys')
+  public async createKey(@Request() req: ExRequest, @Body() body: CreateKeyBody): Promise<CreatedApiKey> {
+    const key = await this.services.keys.mint(principalOf(req), body);
+    this.setStatus(201);
+    return key;
+  }
+
+  /** The keys the caller may manage: an admin's are all keys, a user's the agent keys of its conversations. */
+  @Get('keys')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents manage no keys')
+  public async listKeys(@Request() req: ExRequest): Promise<KeyList> {
+    return { keys: (await this.services.keys.list(principalOf(req))).map(view) };
+  }
+
+  /** Revokes a key: every replica refuses it within 5 seconds (this one at once). */
+  @Delete('keys/{keyId}')
+  @SuccessResponse(204, 'Revoked')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents revoke no keys')
+  @Response<Problem>(404, 'No such key among those the caller manages')
+  public async revokeKey(@Request() req: ExRequest, @Path() keyId: string): Promise<void> {
+    const hash = await this.services.keys.revoke(principalOf(req), keyId);
+    if (hash !== undefined) this.services.authenticator.drop(hash);
+    this.setStatus(204);
+  }
+
+  /** Mints a key for an agent in this conversation (its owner or an admin). The token is in this response only. */
+  @Post('conversations/{id}/agent-keys')
+  @SuccessResponse(201, 'Created')
+  @Response<Problem>(400, 'Bad maxLevel or expiresAt')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents mint no keys')
+  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  public async createAgentKey(
+    @Request() req: ExRequest,
+    @Path() id: Id,
+    @Body() body: CreateAgentKeyBody,
+  ): Promise<CreatedApiKey> {
+    const key = await this.services.keys.mintAgent(principalOf(req), id, body);
+    this.setStatus(201);
+    return key;
+  }
+}

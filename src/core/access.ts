@@ -1,0 +1,40 @@
+/**
+ * Who may do what under /conversations/{id} (API.md, Identity and access),
+ * for the REST endpoints: a principal that may not see the conversation gets
+ * 404, whatever exists; one that sees it without the right gets 403.
+ * negotiate decides the same from the owner it reads with its decision
+ * (conversation-manager.ts), without a round trip of its own.
+ */
+import type { ConversationStore } from './ports';
+import { type ConversationRight, type Principal, checkConversationAccess, forbidden, notFound } from './principal';
+
+export class ConversationAccess {
+  constructor(private readonly conversations: ConversationStore) {}
+
+  /**
+   * Allows or throws. Costs a round trip only for users: an admin sees every
+   * conversation (the endpoint itself reports a missing one), and an agent
+   * sees only the one its key names.
+   */
+  async check(p: Principal, id: string, right: ConversationRight, what: string): Promise<void> {
+    if (p.role === 'admin') return;
+    if (p.role === 'agent')
+      return checkConversationAccess(p, id, p.conversationId === id ? null : undefined, right, what);
+    checkConversationAccess(p, id, await this.conversations.owner(id), right, what);
+  }
+
+  /** The conversation's owner: a subject, null (from before identities), undefined when it does not exist. */
+  ownerOf(id: string): Promise<string | null | undefined> {
+    return this.conversations.owner(id);
+  }
+
+  /** The same for endpoints that create the conversation on first use: a user's is created, owned by it. */
+  async checkOrCreate(p: Principal, id: string, right: ConversationRight, what: string): Promise<void> {
+    if (p.role === 'user') {
+      return checkConversationAccess(p, id, await this.conversations.ensure(id, p.subject), right, what);
+    }
+    return this.check(p, id, right, what);
+  }
+}
+
+export { forbidden, notFound };

@@ -1,0 +1,126 @@
+/**
+ * API keys (API.md, Identity and access): minted here, shown once, stored as
+ * the SHA-256 of the token (a token is 256 random bits, so a fast hash is
+ * the right one: nothing to guess, and the lookup stays one index probe).
+ * Who may mint, list and revoke which keys is decided here.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { ConversationAccess } from './access';
+import { AppError } from './errors';
+import type { KeyStore, StoredKey } from './ports';
+import { type Principal, actorOf, forbidden } from './principal';
+import type { Level } from './tool-interface';
+
+/** Every token this service mints starts so (secret scanners can recognise it); the rest is 43 base64url characters. */
+export const TOKEN_PREFIX = 'tgw_';
+export const TOKEN_RE = /^tgw_[A-Za-z0-9_-]{43}$/;
+
+export function newToken(): string {
+  return TOKEN_PREFIX + randomBytes(32).toString('base64url');
+}
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+export function newKeyId(): string {
+  return 'key_' + randomBytes(12).toString('base64url');
+}
+
+/** A subject: what `owner` and the permission history name (`user:SUBJECT`). */
+export const SUBJECT_RE = /^[\x21-\x7e]{1,256}$/;
+export const SUBJECT_RULE = 'must be 1 to 256 visible ASCII characters';
+
+/** The key as the API shows it: never the token or its hash. */
+export type KeyView = StoredKey;
+
+/** A key just minted: the only time its token is shown. */
+export type CreatedKey = KeyView & { token: string };
+
+export interface KeyInput {
+  label?: string;
+  /** Epoch milliseconds, in the future. */
+  expiresAt?: number;
+}
+
+const LIST_LIMIT = 1000;
+
+function checkExpiry(expiresAt: number | undefined, now: number): number | null {
+  if (expiresAt === undefined) return null;
+  if (!Number.isSafeInteger(expiresAt) || expiresAt <= now) {
+    throw new AppError('validation_failed', 'expiresAt: must be a time in the future (epoch milliseconds)', [
+      { path: 'expiresAt', message: 'must be in the future' },
+    ]);
+  }
+  return expiresAt;
+}
+
+export class KeyService {
+  constructor(
+    private readonly keys: KeyStore,
+    private readonly access: ConversationAccess,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /** `POST /keys`: an admin mints an admin or user key. */
+  async mint(p: Principal, input: KeyInput & { role: 'admin' | 'user'; subject: string }): Promise<CreatedKey> {
+    if (p.role !== 'admin') throw forbidden(p, 'mint keys (only admins may)');
+    if (!SUBJECT_RE.test(input.subject)) {
+      throw new AppError('validation_failed', `subject: ${SUBJECT_RULE}`, [{ path: 'subject', message: SUBJECT_RULE }]);
+    }
+    return this.insert({
+      role: input.role,
+      subject: input.subject,
+      conversationId: null,
+      maxLevel: null,
+      label: input.label ?? null,
+      expiresAt: checkExpiry(input.expiresAt, this.now()),
+      createdBy: actorOf(p),
+    });
+  }
+
+  /** `POST /conversations/{id}/agent-keys`: its owner or an admin mints a key for an agent in it. */
+  async mintAgent(p: Principal, conversationId: string, input: KeyInput & { maxLevel?: Level }): Promise<CreatedKey> {
+    await this.access.check(p, conversationId, 'manage', 'mint agent keys');
+    const owner = await this.access.ownerOf(conversationId);
+    if (owner === undefined) throw new AppError('not_found', `Conversation not found: ${conversationId}`);
+    return this.insert({
+      role: 'agent',
+      // An agent acts for the conversation's owner (an admin's subject for an ownerless one).
+      subject: owner ?? p.subject,
+      conversationId,
+      maxLevel: input.maxLevel ?? null,
+      label: input.label ?? null,
+      expiresAt: checkExpiry(input.expiresAt, this.now()),
+      createdBy: actorOf(p),
+    });
+  }
+
+  /** `GET /keys`: admins see every key; users the agent keys of their conversations. */
+  async list(p: Principal): Promise<KeyView[]> {
+    if (p.role === 'agent') throw forbidden(p, 'list keys');
+    return this.keys.list({ ...(p.role === 'user' ? { conversationOwner: p.subject } : {}), limit: LIST_LIMIT });
+  }
+
+  /**
+   * `DELETE /keys/{id}`: a key the caller may not manage is, to it, a key
+   * that does not exist. Returns the token hash of the key it revoked now.
+   */
+  async revoke(p: Principal, id: string): Promise<string | undefined> {
+    if (p.role === 'agent') throw forbidden(p, 'revoke keys');
+    const key = await this.keys.get(id);
+    const manages =
+      key !== undefined &&
+      (p.role === 'admin' ||
+        (key.role === 'agent' && key.conversationOwner !== null && key.conversationOwner === p.subject));
+    if (!key || !manages) throw new AppError('not_found', `Key not found: ${id.slice(0, 64)}`);
+    if (key.revokedAt !== null) return undefined; // revoking twice is still "refused from then on"
+    return this.keys.revoke(id);
+  }
+
+  private async insert(key: Omit<StoredKey, 'id' | 'createdAt' | 'revokedAt'>): Promise<CreatedKey> {
+    const token = newToken();
+    const stored = await this.keys.insert({ ...key, id: newKeyId(), tokenHash: hashToken(token) });
+    return { ...stored, token };
+  }
+}

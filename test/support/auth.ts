@@ -1,0 +1,29 @@
+/**
+ * Credentials for tests: every app and spawned server of the suite accepts
+ * TEST_ADMIN_TOKEN as its ADMIN_API_KEY, and `request(app)` is supertest
+ * with that bearer token set, so a test that is not about identity reads as
+ * it did before. Tests about identity mint their own keys.
+ */
+import supertest from 'supertest';
+import type TestAgent from 'supertest/lib/agent';
+
+export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
+
+/** The env every test app and spawned server gets (a test's own env wins). */
+export const TEST_AUTH_ENV: Record<string, string> = {
+  ADMIN_API_KEY: TEST_ADMIN_TOKEN,
+  // Suites make thousands of requests as one principal; the limit has its own tests.
+  RATE_LIMIT_PER_MINUTE: '100000000',
+};
+
+export function bearer(token: string = TEST_ADMIN_TOKEN): { Authorization: string } {
+  return { Authorization: `Bearer ${token}` };
+}
+
+/** supertest with `Authorization: Bearer TOKEN` (the test admin's unless given). */
+export function request(app: Parameters<typeof supertest>[0], token: string = TEST_ADMIN_TOKEN): TestAgent {
+  return supertest.agent(app).set('Authorization', `Bearer ${token}`);
+}
+
+/** supertest without credentials. */
+export const anonymous = supertest;
