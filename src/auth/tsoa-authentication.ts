@@ -12,6 +12,6 @@ export function expressAuthentication(req: Request, _securityName: string, _scop
   try {
     return Promise.resolve(principalOf(req));
   } catch (err) {
-    return Promise.reject(err);
+    return Promise.reject(err instanceof Error ? err : new Error(String(err)));
   }
 }
