@@ -41,11 +41,15 @@ export class AppError extends Error {
   }
 }
 
-/** The database cannot be reached right now: the service's trouble, never a tool's (REST answers 503). */
+/**
+ * Something the service depends on cannot be reached right now (the database;
+ * the identity provider's keys, src/auth/jwt.ts): the service's trouble, never
+ * a tool's or the caller's (REST answers 503).
+ */
 export class UnavailableError extends Error {
   readonly code = 'unavailable';
-  constructor(cause: unknown) {
-    super('The database is unavailable', { cause });
+  constructor(cause: unknown, message = 'The database is unavailable') {
+    super(message, { cause });
     this.name = 'UnavailableError';
   }
 }
