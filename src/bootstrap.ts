@@ -4,6 +4,7 @@
  * Shared by the entry file and the tests, so both run the same wiring.
  */
 import { Authenticator, type AuthenticatorOptions } from './auth/authenticator';
+import { createJwtVerifier, looksLikeJwt } from './auth/jwt';
 import type { Config } from './config';
 import { ConversationAccess } from './core/access';
 import { ConversationManager } from './core/conversation-manager';
@@ -54,8 +55,8 @@ export function wireServices(
     stores.keys,
     logger.child({ component: 'auth' }),
     config.adminApiKey,
-    undefined,
-    undefined,
+    config.jwt ? createJwtVerifier(config.jwt) : undefined,
+    looksLikeJwt,
     authOptions,
   );
   return {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ValidateError } from '@tsoa/runtime';
 import type { ErrorRequestHandler, Express, RequestHandler, Response } from 'express';
-import { isUnavailable } from '../core/errors';
+import { UnavailableError, isUnavailable } from '../core/errors';
 import type { Logger } from '../logger';
 import { allowedMethods } from './allowed-methods';
 import { UnstorableInputError } from './input-checks';
@@ -116,8 +116,16 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     // src/db translates every driver error it raises: unavailability is the domain's UnavailableError.
     if (isUnavailable(err)) {
-      logger.warn({ err, reqId: req.id }, 'database unavailable');
-      return sendProblem(res, 'unavailable', 'The database is unavailable; retry later');
+      // The database's, or the identity provider's JWKS: the error's own message says which.
+      let what = 'The database is unavailable';
+      for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
+        if (e instanceof UnavailableError) {
+          what = e.message;
+          break;
+        }
+      }
+      logger.warn({ err, reqId: req.id }, what);
+      return sendProblem(res, 'unavailable', `${what}; retry later`);
     }
     logger.error({ err, reqId: req.id }, 'unhandled error');
     return sendProblem(res, 'internal', 'Internal server error');
