@@ -142,9 +142,7 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
   }
   const jwtVars = [c.AUTH_JWKS_URL, c.AUTH_ISSUER, c.AUTH_AUDIENCE];
   if (jwtVars.some((v) => v !== undefined) && !jwtVars.every((v) => v !== undefined)) {
-    throw new ConfigError([
-      'AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE: set all three to accept JWTs, or none of them',
-    ]);
+    throw new ConfigError(['AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE: set all three to accept JWTs, or none of them']);
   }
   return {
     nodeEnv: c.NODE_ENV,
