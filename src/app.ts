@@ -10,6 +10,8 @@ import { PROJECT_ROOT } from './db/migrator';
 import { RegisterRoutes } from './generated/routes';
 import { checkJsonBody, checkUrl, verifyUtf8 } from './http/input-checks';
 import { authenticate } from './http/authenticate';
+import { hostOriginGuard } from './http/host-origin';
+import { failedAuthLimiter, principalRateLimit } from './http/rate-limits';
 import { errorHandler, notFound, requestLogging } from './http/middleware';
 import { mcpRouter } from './mcp/conversation-mcp';
 import type { Services } from './services';
@@ -33,9 +35,21 @@ export function buildApp(services: Services): Express {
   app.set('etag', false);
   app.set('trust proxy', true);
   app.use(requestLogging(services.logger));
+  // DNS rebinding and foreign pages: a Host or Origin that is not ours is refused first.
+  app.use(hostOriginGuard(services.config));
   app.use(checkUrl);
   // Who calls, before any body is read: an unauthenticated caller costs no parsing.
-  app.use(authenticate(services.authenticator, (_req, _res, refuse) => refuse()));
+  const failures = failedAuthLimiter(services.config);
+  app.use(
+    authenticate(services.authenticator, (req, res, refuse) => {
+      failures.fail(req, res, refuse).catch((err: unknown) => {
+        services.logger.error({ err }, 'failed-authentication limiter');
+        if (!res.headersSent) refuse();
+      });
+    }),
+  );
+  // One budget per principal for everything it calls, MCP included.
+  app.use(principalRateLimit(services.config));
   app.use(
     express.json({
       limit: services.config.bodyLimit,

@@ -18,6 +18,7 @@ import { applyHttpTimeouts } from './http/server-timeouts';
 import { createLogger, type Logger } from './logger';
 import { wireServices } from './bootstrap';
 import { bootstrapAdminKey } from './auth/bootstrap-admin';
+import { defaultAllowedHostsWarning } from './http/host-origin';
 import { closeMcpSessions } from './mcp/conversation-mcp';
 
 async function main(): Promise<void> {
@@ -78,6 +79,8 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   logger.info({ port: config.port, host: config.host }, 'Listening');
+  const hostsWarning = defaultAllowedHostsWarning(config);
+  if (hostsWarning) logger.warn(hostsWarning);
   // Tools load while the database is awaited; /readyz waits for both.
   registry.load().catch((err: unknown) => logger.error({ err }, 'Loading the tools failed'));
   try {

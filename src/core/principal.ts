@@ -32,6 +32,11 @@ export function actorOf(p: Principal): string {
   return p.role === 'agent' ? `agent:${p.keyId ?? '?'}` : `${p.role}:${p.subject}`;
 }
 
+/** One principal, whatever its token: an API key by its id, a JWT's caller by role and subject (budgets, MCP sessions). */
+export function principalKey(p: Principal): string {
+  return p.keyId !== undefined ? `key:${p.keyId}` : `${p.role}:${p.subject}`;
+}
+
 /** What can be done under /conversations/{id}; each right is granted to some roles. */
 export type ConversationRight =
   /** negotiate and the MCP endpoint */

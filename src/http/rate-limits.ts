@@ -19,7 +19,7 @@
 import type { Request, RequestHandler, Response } from 'express';
 import { ipKeyGenerator, rateLimit, type Options, type RateLimitRequestHandler } from 'express-rate-limit';
 import type { Config } from '../config';
-import type { Principal } from '../core/principal';
+import { type Principal, principalKey } from '../core/principal';
 import { sendProblem } from './middleware';
 
 export interface RateLimitOptions {
@@ -43,11 +43,6 @@ function limiterOptions(
     legacyHeaders: false,
     handler: (_req, res) => sendProblem(res, 'rate_limited', detail),
   };
-}
-
-/** The principal's budget key: one per API key, or per subject for a JWT. */
-export function principalKey(p: Principal): string {
-  return `${p.role}:${p.keyId ?? p.subject}`;
 }
 
 function principalOf(res: Response): Principal | undefined {

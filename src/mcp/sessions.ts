@@ -15,7 +15,7 @@ import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import type { Principal } from '../core/principal';
+import { type Principal, principalKey } from '../core/principal';
 import type { Services } from '../services';
 import { createConversationServer } from './conversation-server';
 
@@ -69,10 +69,6 @@ interface Session {
 const DEFAULT_MAX_SESSIONS = 1000;
 const DEFAULT_MAX_PER_PRINCIPAL = 16;
 
-/** One principal, whatever its token: a key by its id, a JWT's subject by role and subject. */
-export function principalKey(p: Principal): string {
-  return p.keyId !== undefined ? `key:${p.keyId}` : `${p.role}:${p.subject}`;
-}
 const DEFAULT_IDLE_TIMEOUT_MS = 30 * 60 * 1000;
 
 export function createMcpSessions(services: Services, options: McpSessionOptions = {}): McpSessions {

@@ -7,7 +7,8 @@ import express, { type Express } from 'express';
 import request from 'supertest';
 import type { Principal, Role } from '../../src/core/principal';
 import { sendProblem } from '../../src/http/middleware';
-import { failedAuthLimiter, principalKey, principalRateLimit } from '../../src/http/rate-limits';
+import { principalKey } from '../../src/core/principal';
+import { failedAuthLimiter, principalRateLimit } from '../../src/http/rate-limits';
 
 function limitedApp(limit: number, windowMs?: number): Express {
   const config = { rateLimitPerMinute: limit };
@@ -113,7 +114,7 @@ describe('per principal', () => {
   });
 
   it('keys by role and API key, or by subject without one', () => {
-    expect(principalKey({ role: 'agent', subject: 'alice', keyId: 'k1' })).toBe('agent:k1');
+    expect(principalKey({ role: 'agent', subject: 'alice', keyId: 'k1' })).toBe('key:k1');
     expect(principalKey({ role: 'user', subject: 'alice' })).toBe('user:alice');
   });
 
