@@ -2,6 +2,8 @@
  * negotiate over HTTP against the physical floor, in one run, under the same
  * load: autocannon with 32 connections against (a) the real service and
  * (b) bench/floor-server.ts, each in its own process, on the same Postgres.
+ * The service is called as a user with an API key (authentication, the
+ * owner check and the rate limiter on every request); the floor does no auth.
  *
  *   BENCH_DATABASE_URL=postgresql://root@127.0.0.1:5432/postgres npx tsx bench/http-bench.ts
  *
@@ -59,21 +61,24 @@ async function waitReady(url: string): Promise<void> {
   throw new Error(`${url} did not become ready`);
 }
 
-async function post(url: string, body: unknown): Promise<unknown> {
+/** The service's admin token in the bench (ADMIN_API_KEY); the load itself runs as a user with a minted key. */
+const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+
+async function post(url: string, body: unknown, token: string): Promise<unknown> {
   const res = await fetch(url, {
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
     body: JSON.stringify(body),
   });
   if (!res.ok) throw new Error(`${url} -> ${res.status} ${await res.text()}`);
   return res.json();
 }
 
-async function load(name: string, url: string, body: unknown): Promise<HttpBenchRow> {
+async function load(name: string, url: string, body: unknown, token?: string): Promise<HttpBenchRow> {
   const result = await autocannon({
     url,
     method: 'POST',
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
     body: JSON.stringify(body),
     connections: CONNECTIONS,
     duration: DURATION_S,
@@ -101,24 +106,35 @@ export async function runHttpBench(serverUrl: string): Promise<HttpBenchRow[]> {
     HOST: '127.0.0.1',
     LOG_LEVEL: 'warn',
     NODE_ENV: 'production',
+    ADMIN_API_KEY: BENCH_ADMIN_TOKEN,
+    // The limiter runs on every request (its cost is measured) but never refuses the bench's one principal.
+    RATE_LIMIT_PER_MINUTE: '100000000',
   });
   const floor = await start('bench/floor-server.ts', { DATABASE_URL: dbUrl, PORT: String(floorPort) }, /ready/);
   try {
     const svc = `http://127.0.0.1:${svcPort}`;
     await waitReady(`${svc}/readyz`);
     const negotiate = `${svc}/conversations/${CONV}/negotiate`;
-    await post(negotiate, { action: 'upgrade:data-tool:level-2' });
-    await post(negotiate, { action: 'create-resource', args: { name: RESOURCE, data: { n: 0, items: [1, 2, 3] } } });
+    // A user with an API key, as a real caller: key lookup (cached), owner check and rate limit on every request.
+    const { token } = (await post(`${svc}/keys`, { role: 'user', subject: 'bench-user' }, BENCH_ADMIN_TOKEN)) as {
+      token: string;
+    };
+    await post(negotiate, { action: 'upgrade:data-tool:level-2' }, token);
+    await post(
+      negotiate,
+      { action: 'create-resource', args: { name: RESOURCE, data: { n: 0, items: [1, 2, 3] } } },
+      token,
+    );
     const update = { name: RESOURCE, data: { n: 1, items: [1, 2, 3] } };
     const floorUrl = `http://127.0.0.1:${floorPort}`;
     // Warm both servers (JIT, pools) before measuring.
-    await load('warm-up', negotiate, { action: 'read-resource', args: { name: RESOURCE } });
+    await load('warm-up', negotiate, { action: 'read-resource', args: { name: RESOURCE } }, token);
     await load('warm-up', `${floorUrl}/read/${CONV}/${RESOURCE}`, {});
     return [
       await load('floor: SELECT by primary key', `${floorUrl}/read/${CONV}/${RESOURCE}`, {}),
-      await load('negotiate read-resource', negotiate, { action: 'read-resource', args: { name: RESOURCE } }),
+      await load('negotiate read-resource', negotiate, { action: 'read-resource', args: { name: RESOURCE } }, token),
       await load('floor: UPDATE ... RETURNING', `${floorUrl}/update/${CONV}/${RESOURCE}`, { data: update.data }),
-      await load('negotiate update-resource', negotiate, { action: 'update-resource', args: update }),
+      await load('negotiate update-resource', negotiate, { action: 'update-resource', args: update }, token),
     ];
   } finally {
     service.kill('SIGTERM');
