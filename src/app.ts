@@ -33,7 +33,7 @@ export function buildApp(services: Services): Express {
   app.locals.services = services;
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.set('trust proxy', true);
+  app.set('trust proxy', services.config.trustProxy);
   app.use(requestLogging(services.logger));
   // DNS rebinding and foreign pages: a Host or Origin that is not ours is refused first.
   app.use(hostOriginGuard(services.config));

@@ -68,6 +68,13 @@ export const ZConfig = z.object({
   ALLOWED_ORIGINS: z.string().optional(),
   /** Comma-separated Host names (optionally :port); unset: loopback names on a loopback HOST, else any. */
   ALLOWED_HOSTS: z.string().optional(),
+  /**
+   * Which peers' X-Forwarded-* headers are believed (express's `trust proxy`):
+   * `true`, `false`, a hop count, or comma-separated addresses/subnets and the
+   * names loopback, linklocal, uniquelocal. The default believes private
+   * networks only, where a gateway in front of a container lives.
+   */
+  TRUST_PROXY: z.string().default('loopback, linklocal, uniquelocal'),
   /** Open MCP sessions one principal may hold on this replica. */
   MCP_MAX_SESSIONS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(100000).default(16),
 });
@@ -102,6 +109,8 @@ export interface Config {
   /** undefined: the default for the listening address (src/http/host-origin.ts). */
   allowedHosts: string[] | undefined;
   mcpMaxSessionsPerPrincipal: number;
+  /** express's `trust proxy` setting. */
+  trustProxy: boolean | number | string;
 }
 
 const list = (v: string | undefined): string[] | undefined =>
@@ -173,5 +182,13 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     allowedOrigins: list(c.ALLOWED_ORIGINS) ?? [],
     allowedHosts: list(c.ALLOWED_HOSTS),
     mcpMaxSessionsPerPrincipal: c.MCP_MAX_SESSIONS_PER_PRINCIPAL,
+    trustProxy:
+      c.TRUST_PROXY === 'true'
+        ? true
+        : c.TRUST_PROXY === 'false'
+          ? false
+          : /^\d+$/.test(c.TRUST_PROXY)
+            ? Number(c.TRUST_PROXY)
+            : c.TRUST_PROXY,
   };
 }

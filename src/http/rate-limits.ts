@@ -96,9 +96,9 @@ export function failedAuthLimiter(
       options,
       'Too many failed authentications from this address; retry after Retry-After seconds',
     ),
-    // With a key generator of its own, express-rate-limit's address checks do not run. Its
-    // warning about `trust proxy` = true holds, though: req.ip is then the first
-    // X-Forwarded-For entry, which a client picks unless the proxy in front replaces the header.
+    // With a key generator of its own, express-rate-limit's address checks do not run. req.ip
+    // follows TRUST_PROXY: by default X-Forwarded-For is believed only from private-network
+    // peers (a gateway), so a client on the internet cannot pick its own address.
     keyGenerator: (req) => addressKey(req),
   });
   return {
