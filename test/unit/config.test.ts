@@ -83,3 +83,43 @@ describe('configuration', () => {
     );
   });
 });
+
+describe('identity and access settings', () => {
+  it('defaults to no JWTs, 1200 requests a minute, loopback-aware hosts and private-network proxies', () => {
+    const c = loadConfig({});
+    expect(c).toMatchObject({
+      adminApiKey: undefined,
+      jwt: undefined,
+      rateLimitPerMinute: 1200,
+      allowedOrigins: [],
+      allowedHosts: undefined,
+      mcpMaxSessionsPerPrincipal: 16,
+      trustProxy: 'loopback, linklocal, uniquelocal',
+    });
+  });
+
+  it('takes JWT settings only all together', () => {
+    const all = { AUTH_JWKS_URL: 'https://idp.example/jwks', AUTH_ISSUER: 'https://idp.example/', AUTH_AUDIENCE: 'gw' };
+    expect(loadConfig(all).jwt).toEqual({
+      jwksUrl: 'https://idp.example/jwks',
+      issuer: 'https://idp.example/',
+      audience: 'gw',
+      roleClaim: 'role',
+    });
+    expect(() => loadConfig({ AUTH_JWKS_URL: all.AUTH_JWKS_URL })).toThrow(/set all three/);
+    expect(() => loadConfig({ ...all, AUTH_JWKS_URL: 'ftp://x' })).toThrow(ConfigError);
+  });
+
+  it('refuses a short ADMIN_API_KEY and parses lists and TRUST_PROXY', () => {
+    expect(() => loadConfig({ ADMIN_API_KEY: 'short' })).toThrow(/ADMIN_API_KEY/);
+    const c = loadConfig({
+      ALLOWED_ORIGINS: 'https://a.example, http://b:8080,',
+      ALLOWED_HOSTS: 'gw.example',
+      TRUST_PROXY: '2',
+    });
+    expect(c.allowedOrigins).toEqual(['https://a.example', 'http://b:8080']);
+    expect(c.allowedHosts).toEqual(['gw.example']);
+    expect(c.trustProxy).toBe(2);
+    expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);
+  });
+});
