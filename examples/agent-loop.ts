@@ -8,7 +8,11 @@
  *       PUT /conversations/{id}/permissions/{tool} and retry once,
  *   (e) feed each result back as a `tool` message.
  *
- *   npx tsx examples/agent-loop.ts --base-url http://localhost:3000 \
+ * Every request carries `Authorization: Bearer TOKEN`. The token is the
+ * conversation owner's (a user's or an admin's API key): the loop approves
+ * upgrades itself, which an agent key may not do.
+ *
+ *   TOKEN=... npx tsx examples/agent-loop.ts --base-url http://localhost:3000 \
  *     --transcript examples/transcripts/pipeline.json [--conversation my-id]
  */
 import { readFileSync } from 'node:fs';
@@ -68,6 +72,8 @@ export interface Approval {
 
 export interface AgentLoopOptions {
   baseUrl: string;
+  /** The bearer token of every request: a user's or an admin's key (it approves upgrades as the owner). */
+  token: string;
   conversationId: string;
   transcript: Transcript;
   log?: (line: string) => void;
@@ -81,10 +87,28 @@ interface OpenAiDefinitions {
   tools: { type: 'function'; function: { name: string; description: string; parameters: object } }[];
 }
 
-async function http<T>(method: string, url: string, body?: unknown): Promise<{ status: number; body: T }> {
+/** The bearer token from the environment's TOKEN; a clear error when it is not set. */
+export function tokenFromEnv(env: NodeJS.ProcessEnv = process.env): string {
+  const token = env.TOKEN?.trim();
+  if (!token) {
+    throw new Error(
+      'Set TOKEN to an API key of the service (a user or admin key; a local `npm start` writes its admin key ' +
+        'to DATA_DIR/admin.key unless ADMIN_API_KEY is set): every request needs Authorization: Bearer TOKEN',
+    );
+  }
+  return token;
+}
+
+async function http<T>(
+  method: string,
+  url: string,
+  token: string,
+  body?: unknown,
+): Promise<{ status: number; body: T }> {
+  const auth = { authorization: `Bearer ${token}` };
   const res = await fetch(url, {
     method,
-    headers: body === undefined ? {} : { 'content-type': 'application/json' },
+    headers: body === undefined ? auth : { ...auth, 'content-type': 'application/json' },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   return { status: res.status, body: (await res.json()) as T };
@@ -92,6 +116,7 @@ async function http<T>(method: string, url: string, body?: unknown): Promise<{ s
 
 export async function fetchDefinitions(
   baseUrl: string,
+  token: string,
   format: 'openai' | 'anthropic' | 'mcp' | 'canonical',
   query?: string,
   limit?: number,
@@ -101,23 +126,30 @@ export async function fetchDefinitions(
     params.set('query', query);
     params.set('limit', String(limit));
   }
-  const res = await http<unknown>('GET', `${baseUrl}/tools/definitions?${params.toString()}`);
+  const res = await http<unknown>('GET', `${baseUrl}/tools/definitions?${params.toString()}`, token);
   if (res.status !== 200) throw new Error(`GET /tools/definitions answered ${res.status}: ${JSON.stringify(res.body)}`);
   return res.body;
 }
 
-export function negotiate(baseUrl: string, conversationId: string, action: string, args: Record<string, unknown>) {
+export function negotiate(
+  baseUrl: string,
+  token: string,
+  conversationId: string,
+  action: string,
+  args: Record<string, unknown>,
+) {
   const url = `${baseUrl}/conversations/${encodeURIComponent(conversationId)}/negotiate`;
-  return http<NegotiationResult>('POST', url, { action, args });
+  return http<NegotiationResult>('POST', url, token, { action, args });
 }
 
 /** The level the refused action needs: from the approval reason, else from GET /tools/{tool}. */
-async function requiredLevel(baseUrl: string, result: NegotiationResult): Promise<number> {
+async function requiredLevel(baseUrl: string, token: string, result: NegotiationResult): Promise<number> {
   const stated = /needs level (\d)/.exec(result.approvalReason ?? '');
   if (stated?.[1]) return Number(stated[1]);
   const tool = await http<{ actions: { name: string; level: number }[] }>(
     'GET',
     `${baseUrl}/tools/${result.routing?.tool}`,
+    token,
   );
   const level = tool.body.actions.find((a) => a.name === result.routing?.action)?.level;
   if (level === undefined) throw new Error(`Cannot tell which level ${result.routing?.tool} needs`);
@@ -125,7 +157,7 @@ async function requiredLevel(baseUrl: string, result: NegotiationResult): Promis
 }
 
 export async function runAgentLoop(options: AgentLoopOptions) {
-  const { baseUrl, conversationId, transcript, log = () => {}, approve = async () => true } = options;
+  const { baseUrl, token, conversationId, transcript, log = () => {}, approve = async () => true } = options;
   const messages: Message[] = [{ role: 'user', content: transcript.user }];
   const toolResults: ToolResult[] = [];
   const approvals: Approval[] = [];
@@ -134,7 +166,13 @@ export async function runAgentLoop(options: AgentLoopOptions) {
 
   for (const turn of transcript.turns) {
     // (a) A real loop sends these definitions with the messages to the model.
-    const { tools } = (await fetchDefinitions(baseUrl, 'openai', transcript.user, options.limit)) as OpenAiDefinitions;
+    const { tools } = (await fetchDefinitions(
+      baseUrl,
+      token,
+      'openai',
+      transcript.user,
+      options.limit,
+    )) as OpenAiDefinitions;
     const offered = new Set(tools.map((t) => t.function.name));
 
     if ('content' in turn) {
@@ -157,7 +195,7 @@ export async function runAgentLoop(options: AgentLoopOptions) {
       log(`assistant → ${name} ${call.function.arguments}`);
 
       // (c) negotiate routes `tool_action` to the tool and enforces permissions.
-      let res = await negotiate(baseUrl, conversationId, name, args);
+      let res = await negotiate(baseUrl, token, conversationId, name, args);
       toolResults.push({ callId: call.id, name, status: res.status, result: res.body });
 
       // (d) Only the conversation's owner may raise a tool's level: the model cannot.
@@ -166,13 +204,13 @@ export async function runAgentLoop(options: AgentLoopOptions) {
         log(`service: ${reason}`);
         if (await approve(reason)) {
           const tool = res.body.routing.tool;
-          const level = await requiredLevel(baseUrl, res.body);
+          const level = await requiredLevel(baseUrl, token, res.body);
           const url = `${baseUrl}/conversations/${encodeURIComponent(conversationId)}/permissions/${tool}`;
-          const change = await http<{ previousLevel: number }>('PUT', url, { level });
+          const change = await http<{ previousLevel: number }>('PUT', url, token, { level });
           if (change.status !== 200) throw new Error(`Approval failed (${change.status})`);
           approvals.push({ tool, level, previousLevel: change.body.previousLevel, reason });
           log(`owner: approved ${tool} at level ${level}; retrying`);
-          res = await negotiate(baseUrl, conversationId, name, args);
+          res = await negotiate(baseUrl, token, conversationId, name, args);
           toolResults.push({ callId: call.id, name, status: res.status, result: res.body });
         }
       }
@@ -187,6 +225,7 @@ export async function runAgentLoop(options: AgentLoopOptions) {
 }
 
 async function main(): Promise<void> {
+  const token = tokenFromEnv();
   const { values } = parseArgs({
     options: {
       'base-url': { type: 'string', default: 'http://localhost:3000' },
@@ -197,6 +236,7 @@ async function main(): Promise<void> {
   const transcript = JSON.parse(readFileSync(values.transcript, 'utf8')) as Transcript;
   await runAgentLoop({
     baseUrl: values['base-url'].replace(/\/$/, ''),
+    token,
     conversationId: values.conversation,
     transcript,
     log: (line) => console.log(line),

@@ -3,24 +3,29 @@
  * blocks routed through negotiate, `tool_result` blocks back. Needs network
  * and ANTHROPIC_API_KEY, so it is type-checked in CI but never run there.
  *
- *   ANTHROPIC_API_KEY=... npx tsx examples/anthropic-snippet.ts "Store [3,1,4] as numbers and summarize it"
+ * TOKEN is the service's bearer token (an API key), as for agent-loop.ts.
+ *
+ *   ANTHROPIC_API_KEY=... TOKEN=... npx tsx examples/anthropic-snippet.ts "Store [3,1,4] as numbers and summarize it"
  */
 import Anthropic from '@anthropic-ai/sdk';
-import { negotiate } from './agent-loop';
+import { negotiate, tokenFromEnv } from './agent-loop';
 
 export async function chatWithTools(options: {
   client: Anthropic;
   model: string;
   baseUrl: string;
+  /** The service's bearer token. */
+  token: string;
   conversationId: string;
   userMessage: string;
   maxRounds?: number;
 }): Promise<string> {
-  const { client, model, baseUrl, conversationId } = options;
+  const { client, model, baseUrl, token, conversationId } = options;
+  const headers = { authorization: `Bearer ${token}` };
   // Provider-safe `tool_action` names; the system prompt explains the participants.
-  const defs = await fetch(`${baseUrl}/tools/definitions?format=anthropic`);
+  const defs = await fetch(`${baseUrl}/tools/definitions?format=anthropic`, { headers });
   const { tools } = (await defs.json()) as { tools: Anthropic.Messages.Tool[] };
-  const system = await (await fetch(`${baseUrl}/tools/prompt?conversationId=${conversationId}`)).text();
+  const system = await (await fetch(`${baseUrl}/tools/prompt?conversationId=${conversationId}`, { headers })).text();
   const messages: Anthropic.Messages.MessageParam[] = [{ role: 'user', content: options.userMessage }];
 
   for (let round = 0; round < (options.maxRounds ?? 8); round++) {
@@ -36,7 +41,13 @@ export async function chatWithTools(options: {
       // The service routes the name, checks args and permissions, and runs the action.
       // A `permission_required` result carries `approvalReason`: the model can relay it,
       // and the conversation's owner approves with PUT /conversations/{id}/permissions/{tool}.
-      const { body } = await negotiate(baseUrl, conversationId, block.name, block.input as Record<string, unknown>);
+      const { body } = await negotiate(
+        baseUrl,
+        token,
+        conversationId,
+        block.name,
+        block.input as Record<string, unknown>,
+      );
       results.push({
         type: 'tool_result',
         tool_use_id: block.id,
@@ -52,10 +63,12 @@ export async function chatWithTools(options: {
 async function main(): Promise<void> {
   const apiKey = process.env.ANTHROPIC_API_KEY;
   if (!apiKey) throw new Error('Set ANTHROPIC_API_KEY');
+  const token = tokenFromEnv();
   const answer = await chatWithTools({
     client: new Anthropic({ apiKey }),
     model: process.env.ANTHROPIC_MODEL ?? 'claude-sonnet-4-5',
     baseUrl: process.env.BASE_URL ?? 'http://localhost:3000',
+    token,
     conversationId: process.env.CONVERSATION_ID ?? `anthropic-${Date.now()}`,
     userMessage: process.argv[2] ?? 'Greet Ada, then add 2 and 40 with the calculator.',
   });

@@ -3,10 +3,12 @@
  * routed through negotiate, results back as `tool` messages. Needs network and
  * OPENAI_API_KEY, so it is type-checked in CI but never run there.
  *
- *   OPENAI_API_KEY=... npx tsx examples/openai-snippet.ts "Store [3,1,4] as numbers and summarize it"
+ * TOKEN is the service's bearer token (an API key), as for agent-loop.ts.
+ *
+ *   OPENAI_API_KEY=... TOKEN=... npx tsx examples/openai-snippet.ts "Store [3,1,4] as numbers and summarize it"
  */
 import OpenAI from 'openai';
-import { negotiate } from './agent-loop';
+import { negotiate, tokenFromEnv } from './agent-loop';
 
 type ChatCompletionTool = OpenAI.Chat.Completions.ChatCompletionTool;
 type ChatCompletionMessageParam = OpenAI.Chat.Completions.ChatCompletionMessageParam;
@@ -15,15 +17,18 @@ export async function chatWithTools(options: {
   client: OpenAI;
   model: string;
   baseUrl: string;
+  /** The service's bearer token. */
+  token: string;
   conversationId: string;
   userMessage: string;
   maxRounds?: number;
 }): Promise<string | null> {
-  const { client, model, baseUrl, conversationId } = options;
+  const { client, model, baseUrl, token, conversationId } = options;
+  const headers = { authorization: `Bearer ${token}` };
   // Provider-safe `tool_action` names; the system prompt explains the participants.
-  const defs = await fetch(`${baseUrl}/tools/definitions?format=openai`);
+  const defs = await fetch(`${baseUrl}/tools/definitions?format=openai`, { headers });
   const { tools } = (await defs.json()) as { tools: ChatCompletionTool[] };
-  const system = await (await fetch(`${baseUrl}/tools/prompt?conversationId=${conversationId}`)).text();
+  const system = await (await fetch(`${baseUrl}/tools/prompt?conversationId=${conversationId}`, { headers })).text();
   const messages: ChatCompletionMessageParam[] = [
     { role: 'system', content: system },
     { role: 'user', content: options.userMessage },
@@ -42,7 +47,7 @@ export async function chatWithTools(options: {
       // The service routes the name, checks args and permissions, and runs the action.
       // A `permission_required` result carries `approvalReason`: the model can relay it,
       // and the conversation's owner approves with PUT /conversations/{id}/permissions/{tool}.
-      const { body } = await negotiate(baseUrl, conversationId, call.function.name, args);
+      const { body } = await negotiate(baseUrl, token, conversationId, call.function.name, args);
       messages.push({ role: 'tool', tool_call_id: call.id, content: JSON.stringify(body) });
     }
   }
@@ -52,10 +57,12 @@ export async function chatWithTools(options: {
 async function main(): Promise<void> {
   const apiKey = process.env.OPENAI_API_KEY;
   if (!apiKey) throw new Error('Set OPENAI_API_KEY');
+  const token = tokenFromEnv();
   const answer = await chatWithTools({
     client: new OpenAI({ apiKey }),
     model: process.env.OPENAI_MODEL ?? 'gpt-4.1-mini',
     baseUrl: process.env.BASE_URL ?? 'http://localhost:3000',
+    token,
     conversationId: process.env.CONVERSATION_ID ?? `openai-${Date.now()}`,
     userMessage: process.argv[2] ?? 'Greet Ada, then add 2 and 40 with the calculator.',
   });

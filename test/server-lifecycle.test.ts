@@ -6,18 +6,28 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { spawnServer, startServer as start, waitReady } from './support/spawn-server';
-
-const startServer = (dataDir: string) => start({ DATA_DIR: dataDir });
+import { bearer } from './support/auth';
+import { type SpawnedServer, spawnServer, startServer as start, waitReady } from './support/spawn-server';
 
 describe('npm start on the embedded database', () => {
   const dataDir = mkdtempSync(join(tmpdir(), 'orchestrator-data-'));
-  afterAll(() => rmSync(dataDir, { recursive: true, force: true }));
+  const servers: SpawnedServer[] = [];
+  const startServer = async (dir: string): Promise<SpawnedServer> => {
+    const server = await start({ DATA_DIR: dir });
+    servers.push(server);
+    return server;
+  };
+  afterAll(() => {
+    // A failed expectation must not leave a server running on a removed directory.
+    for (const s of servers) if (s.child.exitCode === null && s.child.signalCode === null) s.child.kill('SIGKILL');
+    rmSync(dataDir, { recursive: true, force: true });
+  });
 
   it('keeps data across a restart and stops cleanly on SIGTERM', async () => {
     // A new data directory takes seconds to initialise: the service listens
     // first, so /healthz answers while /readyz still says 503.
     const first = await spawnServer({ DATA_DIR: dataDir });
+    servers.push(first);
     const deadline = Date.now() + 30_000;
     let health = await fetch(`${first.url}/healthz`).catch(() => undefined);
     while (!health?.ok && Date.now() < deadline && first.child.exitCode === null) {
@@ -30,7 +40,7 @@ describe('npm start on the embedded database', () => {
     expect(first.output()).toContain('Using embedded Postgres (PGlite)');
     const put = await fetch(`${first.url}/conversations/restart-check/resources/note`, {
       method: 'PUT',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...bearer() },
       body: JSON.stringify({ data: { kept: true } }),
     });
     expect(put.status).toBe(201);
@@ -40,7 +50,7 @@ describe('npm start on the embedded database', () => {
 
     const second = await startServer(dataDir);
     expect(second.output()).toContain('Database schema is up to date');
-    const get = await fetch(`${second.url}/conversations/restart-check/resources/note`);
+    const get = await fetch(`${second.url}/conversations/restart-check/resources/note`, { headers: bearer() });
     expect(get.status).toBe(200);
     expect(await get.json()).toMatchObject({ name: 'note', data: { kept: true }, version: 1, createdBy: 'client' });
     second.child.kill('SIGTERM');

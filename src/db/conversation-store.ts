@@ -126,9 +126,15 @@ export class PrismaConversationStore implements ConversationStore {
   }
 
   async ensure(id: string, owner: string): Promise<string | null> {
-    const { rows } = await translated(
-      prepared<{ owner: string | null }>(this.pool, 'conversation_ensure', ENSURE, [id, owner]),
-    );
-    return rows[0]!.owner;
+    // When a concurrent request inserted the row and committed while this INSERT waited on it,
+    // DO NOTHING returns no row and the statement's snapshot does not see that row either:
+    // the statement is run again (its new snapshot sees the row, or inserts it if it is gone).
+    for (let attempt = 1; ; attempt++) {
+      const { rows } = await translated(
+        prepared<{ owner: string | null }>(this.pool, 'conversation_ensure', ENSURE, [id, owner]),
+      );
+      if (rows.length > 0) return rows[0]!.owner;
+      if (attempt === 3) throw new Error(`Conversation ${id} could neither be created nor read`);
+    }
   }
 }

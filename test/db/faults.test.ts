@@ -6,6 +6,7 @@
  * down and become ready when it comes up; a port in use must stop it.
  */
 import { createServer, type Server } from 'node:net';
+import { bearer } from '../support/auth';
 import { runMigrateCli, withAdmin } from '../support/db-server';
 import { createPgCluster, type PgCluster } from '../support/pg-cluster';
 import { statusOf, waitFor } from '../support/poll';
@@ -25,7 +26,7 @@ function startLoad(url: string): { statuses: Map<string, number>; ok(): number; 
   let running = true;
   const json = (method: string, body: unknown): RequestInit => ({
     method,
-    headers: { 'content-type': 'application/json' },
+    headers: { 'content-type': 'application/json', ...bearer() },
     body: JSON.stringify(body),
   });
   const requests = (conv: string, i: number): [string, RequestInit][] => [
@@ -35,7 +36,7 @@ function startLoad(url: string): { statuses: Map<string, number>; ok(): number; 
       `/conversations/${conv}/negotiate`,
       json('POST', { action: 'data-tool/update-resource', args: { name: 'note', data: { i } } }),
     ],
-    [`/conversations/${conv}`, { method: 'GET' }],
+    [`/conversations/${conv}`, { method: 'GET', headers: bearer() }],
   ];
   const worker = async (w: number): Promise<void> => {
     for (let i = 0; running; i++) {
@@ -109,7 +110,7 @@ describe('database faults', () => {
     for (let w = 0; w < WORKERS; w++) {
       const res = await fetch(`${server.url}/conversations/load-${w}/permissions/data-tool`, {
         method: 'PUT',
-        headers: { 'content-type': 'application/json' },
+        headers: { 'content-type': 'application/json', ...bearer() },
         body: JSON.stringify({ level: 2 }),
       });
       expect(res.status).toBe(200);
@@ -142,7 +143,8 @@ describe('database faults', () => {
     expect(terminated).toBeGreaterThan(0);
 
     // Served again, without a restart of the service.
-    for (let i = 0; i < 10; i++) expect(await statusOf(`${server.url}/conversations/load-${i % WORKERS}`)).toBe(200);
+    for (let i = 0; i < 10; i++)
+      expect(await statusOf(`${server.url}/conversations/load-${i % WORKERS}`, bearer())).toBe(200);
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
   }, 40_000);
@@ -154,7 +156,7 @@ describe('database faults', () => {
     await waitFor('/healthz 200', async () => (await statusOf(`${server.url}/healthz`)) === 200);
     await waitFor('two retries logged', () => (server.output().match(/retrying in/g) ?? []).length >= 2);
     expect(await statusOf(`${server.url}/readyz`)).toBe(503);
-    const early = await fetch(`${server.url}/conversations/early`);
+    const early = await fetch(`${server.url}/conversations/early`, { headers: bearer() });
     expect(early.status).toBe(503);
     expect(early.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(((await early.json()) as { code: string }).code).toBe('unavailable');

@@ -12,6 +12,7 @@ const ALL = [
   BASELINE,
   '20260102000000_m5_tool_permissions_and_shared_context',
   '20260102000100_m5_migrate_m4_permissions',
+  '20260301000000_identity',
 ];
 
 async function query<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
@@ -46,7 +47,7 @@ describe('db:migrate', () => {
     const second = await runMigrateCli(db.url);
     expect(second.status).toBe(0);
     expect(second.stdout).toContain('no migration applied');
-    expect(await query(db.url, 'SELECT 1 FROM _prisma_migrations')).toHaveLength(3);
+    expect(await query(db.url, 'SELECT 1 FROM _prisma_migrations')).toHaveLength(ALL.length);
 
     const tables = await query<{ tablename: string }>(
       db.url,
@@ -54,6 +55,7 @@ describe('db:migrate', () => {
     );
     expect(tables.map((t) => t.tablename)).toEqual([
       '_prisma_migrations',
+      'api_keys',
       'conversations',
       'permission_history',
       'resources',

@@ -12,6 +12,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { bearer } from '../support/auth';
 import { type SpawnedServer, startServer } from '../support/spawn-server';
 
 const CLIENTS = 16;
@@ -46,7 +47,7 @@ async function call(
 ): Promise<{ status: number; json: unknown; etag: string | null }> {
   const res = await fetch(`${base}${path}`, {
     method,
-    headers: { 'content-type': 'application/json', ...headers },
+    headers: { 'content-type': 'application/json', ...bearer(), ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   stats.requests++;
@@ -150,7 +151,7 @@ describe('embedded database under concurrent clients (fresh start)', () => {
     server = await startServer({ DATA_DIR: dataDir, LOG_LEVEL: 'warn' });
     for (const [i, conv] of convs.entries()) {
       for (const [name, n] of acked[i]!) {
-        const res = await fetch(`${server.url}/conversations/${conv}/resources/${name}`);
+        const res = await fetch(`${server.url}/conversations/${conv}/resources/${name}`, { headers: bearer() });
         expect(res.status).toBe(200);
         expect(((await res.json()) as { data: Data }).data).toEqual({ conv, name, n });
       }

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { Client } from 'pg';
 import { DataDirInUseError, lockDataDir } from '../../src/db/data-dir-lock';
 import { openDatabaseServer } from '../../src/db/embedded';
+import { bearer } from '../support/auth';
 import { type SpawnedServer, spawnServer, startServer } from '../support/spawn-server';
 
 /** Inodes of the TCP/TCP6 sockets this process listens on (state 0A in /proc/net/tcp*). */
@@ -87,7 +88,7 @@ describe('embedded DATA_DIR', () => {
     expect(() => process.kill(ownerPid, 0)).not.toThrow();
     const put = await fetch(`${first.url}/conversations/owned/resources/note`, {
       method: 'PUT',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', ...bearer() },
       body: JSON.stringify({ data: { by: 'first' } }),
     });
     expect(put.status).toBe(201);
@@ -97,14 +98,14 @@ describe('embedded DATA_DIR', () => {
     expect(await second.exited).not.toBe(0);
     expect(second.output()).toContain(`DATA_DIR ${dir} is in use by process ${ownerPid}`);
     // The owner was not disturbed.
-    expect((await fetch(`${first.url}/conversations/owned/resources/note`)).status).toBe(200);
+    expect((await fetch(`${first.url}/conversations/owned/resources/note`, { headers: bearer() })).status).toBe(200);
 
     // kill -9 leaves the pid file behind; the next start sees its owner is gone and takes over.
     process.kill(ownerPid, 'SIGKILL');
     await first.exited;
     const third = await startServer({ DATA_DIR: dir, LOG_LEVEL: 'warn' });
     servers.push(third);
-    const get = await fetch(`${third.url}/conversations/owned/resources/note`);
+    const get = await fetch(`${third.url}/conversations/owned/resources/note`, { headers: bearer() });
     expect(get.status).toBe(200);
     expect(((await get.json()) as { data: unknown }).data).toEqual({ by: 'first' });
   }, 120_000);

@@ -1,15 +1,15 @@
 /**
  * examples/agent-loop.ts against the real app on a real port: the scripted
  * pipeline transcript runs end to end (definitions in, calls through
- * negotiate, the owner's approval, the retry), and the effects are read back
- * over REST.
+ * negotiate, the owner's approval, the retry), every request with the bearer
+ * token it is given, and the effects are read back over REST.
  */
 import { readFileSync } from 'node:fs';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { request } from '../support/auth';
-import { type Transcript, runAgentLoop } from '../../examples/agent-loop';
+import { TEST_ADMIN_TOKEN, request } from '../support/auth';
+import { type Transcript, runAgentLoop, tokenFromEnv } from '../../examples/agent-loop';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { uniqueId } from '../support/ids';
 
@@ -55,6 +55,7 @@ describe('examples/agent-loop.ts with the pipeline transcript', () => {
     const lines: string[] = [];
     const { messages, toolResults, approvals } = await runAgentLoop({
       baseUrl,
+      token: TEST_ADMIN_TOKEN,
       conversationId,
       transcript,
       log: (line) => lines.push(line),
@@ -63,6 +64,10 @@ describe('examples/agent-loop.ts with the pipeline transcript', () => {
     // (a) The OpenAI definitions were fetched for every model turn...
     const urls = fetchSpy.mock.calls.map(([input]) => (input instanceof Request ? input.url : String(input)));
     expect(urls.filter((u) => u.includes('/tools/definitions?format=openai'))).toHaveLength(transcript.turns.length);
+    // Every request carried the token.
+    for (const [, init] of fetchSpy.mock.calls) {
+      expect(new Headers(init?.headers).get('authorization')).toBe(`Bearer ${TEST_ADMIN_TOKEN}`);
+    }
     // ... and (b) they offer every name the model called, in the OpenAI shape.
     const defs = await request(t.app).get('/tools/definitions?format=openai').expect(200);
     const names = (defs.body.tools as { type: string; function: { name: string } }[]).map((d) => {
@@ -88,10 +93,10 @@ describe('examples/agent-loop.ts with the pipeline transcript', () => {
     expect(lines).toContain(`service: ${creates[0]?.result.approvalReason}`);
     expect(output('data-tool_create-resource')?.message).toBe('Resource created by data-tool');
 
-    // The approval is in the conversation's history, made by the client (the owner).
+    // The approval is in the conversation's history, made by the principal of the loop's token (the test admin).
     const history = await request(t.app).get(`/conversations/${conversationId}/permissions/history`).expect(200);
     expect(history.body.events).toEqual([
-      { tool: 'data-tool', fromLevel: 1, toLevel: 2, at: expect.any(Number), actor: 'client' },
+      { tool: 'data-tool', fromLevel: 1, toLevel: 2, at: expect.any(Number), actor: 'admin:admin' },
     ]);
 
     // The resource exists, written by data-tool, and the read gave it back.
@@ -130,9 +135,9 @@ describe('examples/agent-loop.ts with the pipeline transcript', () => {
       user: 'Drop everything',
       turns: [{ tool_calls: [{ name: 'data-tool_drop-everything', arguments: {} }] }],
     };
-    await expect(runAgentLoop({ baseUrl, conversationId, transcript: invented })).rejects.toThrow(
-      'The model called data-tool_drop-everything, which is not among the definitions',
-    );
+    await expect(
+      runAgentLoop({ baseUrl, token: TEST_ADMIN_TOKEN, conversationId, transcript: invented }),
+    ).rejects.toThrow('The model called data-tool_drop-everything, which is not among the definitions');
     // negotiate would have created the conversation on first use.
     await request(t.app).get(`/conversations/${conversationId}`).expect(404);
   });
@@ -145,6 +150,7 @@ describe('examples/agent-loop.ts with the pipeline transcript', () => {
     };
     const { messages, approvals } = await runAgentLoop({
       baseUrl,
+      token: TEST_ADMIN_TOKEN,
       conversationId,
       transcript: createOnly,
       approve: async () => false,
@@ -154,5 +160,11 @@ describe('examples/agent-loop.ts with the pipeline transcript', () => {
     expect(JSON.parse(reply?.content ?? '{}')).toMatchObject({ success: false, code: 'permission_required' });
     await request(t.app).get(`/conversations/${conversationId}/resources/one`).expect(404);
     expect((await request(t.app).get(`/conversations/${conversationId}/permissions/history`)).body.events).toEqual([]);
+  });
+
+  it('takes its token from TOKEN, and without one says what to set', () => {
+    expect(tokenFromEnv({ TOKEN: TEST_ADMIN_TOKEN })).toBe(TEST_ADMIN_TOKEN);
+    expect(() => tokenFromEnv({})).toThrow(/^Set TOKEN to an API key of the service/);
+    expect(() => tokenFromEnv({ TOKEN: '  ' })).toThrow(/Authorization: Bearer TOKEN/);
   });
 });

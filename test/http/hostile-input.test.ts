@@ -9,7 +9,7 @@ import { gzipSync } from 'node:zlib';
 import { Client } from 'pg';
 import pino from 'pino';
 import type supertest from 'supertest';
-import { request } from '../support/auth';
+import { bearer, request } from '../support/auth';
 import { buildApp } from '../../src/app';
 import { loadConfig } from '../../src/config';
 import { MAX_JSON_DEPTH } from '../../src/http/input-checks';
@@ -158,7 +158,7 @@ describe('request bodies with a Content-Encoding', () => {
       port,
       'POST',
       '/conversations',
-      { 'Content-Type': 'application/json', 'Content-Encoding': encoding },
+      { 'Content-Type': 'application/json', 'Content-Encoding': encoding, ...bearer() },
       body,
     );
 
@@ -179,7 +179,13 @@ describe('request bodies with a Content-Encoding', () => {
       Buffer.from([0xff, 0xfe]),
       Buffer.from('"}}'),
     ]);
-    const res = await rawRequest(port, 'POST', '/conversations', { 'Content-Type': 'application/json' }, bytes);
+    const res = await rawRequest(
+      port,
+      'POST',
+      '/conversations',
+      { 'Content-Type': 'application/json', ...bearer() },
+      bytes,
+    );
     expectProblem(res, 400, 'validation_failed');
     expect((await request(t.app).get(`/conversations/${id}`)).status).toBe(404);
   });
@@ -298,8 +304,8 @@ it('a client that aborts mid-body is logged at debug, with no error line and no 
     // The app's listener runs first, so once this fires the body parser is reading.
     const arrived = new Promise((resolve) => server.once('request', resolve));
     socket.write(
-      'PUT /conversations/abort-1/resources/doc HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n' +
-        'Content-Length: 1000\r\n\r\n{"data":"only part of',
+      'PUT /conversations/abort-1/resources/doc HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n' +
+        `Authorization: ${bearer().Authorization}\r\nContent-Length: 1000\r\n\r\n{"data":"only part of`,
     );
     await arrived;
     socket.destroy();

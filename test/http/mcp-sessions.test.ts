@@ -7,6 +7,7 @@ import express from 'express';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
 import type supertest from 'supertest';
 import { request } from '../support/auth';
+import { authenticate } from '../../src/http/authenticate';
 import { mcpRouter, type McpRouter } from '../../src/mcp/conversation-mcp';
 import { waitFor } from '../support/poll';
 import { type TestApp, createTestApp } from '../support/test-app';
@@ -23,7 +24,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-/** An app that is the MCP router alone, with these limits. */
+/** An app that is the MCP router alone (behind the bearer-token gate, as in the app), with these limits. */
 function appWith(options: { maxSessions?: number; idleTimeoutMs?: number }): {
   app: express.Express;
   router: McpRouter;
@@ -31,6 +32,7 @@ function appWith(options: { maxSessions?: number; idleTimeoutMs?: number }): {
   const router = mcpRouter(t.services, options);
   routers.push(router);
   const app = express();
+  app.use(authenticate(t.services.authenticator, (_req, _res, refuse) => refuse()));
   app.use(express.json());
   app.use(router);
   return { app, router };

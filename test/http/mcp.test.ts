@@ -16,7 +16,8 @@ import {
   ToolListChangedNotificationSchema,
   type CallToolResult,
 } from '@modelcontextprotocol/sdk/types.js';
-import { request } from '../support/auth';
+import { bearer, request } from '../support/auth';
+import { ENV_ADMIN } from '../../src/auth/authenticator';
 import { closeMcpSessions } from '../../src/mcp/conversation-mcp';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { type ScratchDir, scratchDir } from '../support/scratch-dir';
@@ -83,6 +84,7 @@ async function connect(conversationId: string, at = base): Promise<Connected> {
   let sseOpened!: () => void;
   const sseOpen = new Promise<void>((resolve) => (sseOpened = resolve));
   const transport = new StreamableHTTPClientTransport(mcpUrl(conversationId, at), {
+    requestInit: { headers: bearer() },
     // The client opens its GET stream on its own after initialize; this tells the test when it is up.
     fetch: async (url, init) => {
       const res = await fetch(url, init);
@@ -118,6 +120,7 @@ function raw(method: string, conversationId: string, sessionId?: string, body?: 
     headers: {
       accept: 'application/json, text/event-stream',
       'content-type': 'application/json',
+      ...bearer(),
       ...(sessionId ? { 'mcp-session-id': sessionId } : {}),
     },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -193,9 +196,9 @@ describe('tools/call', () => {
       expect(add.structuredContent).toEqual({ result: 5 });
       expect(JSON.parse(text(add))).toEqual({ result: 5 });
 
-      // Every call went the one way in.
-      expect(negotiate).toHaveBeenCalledWith(id, { action: 'example-tool_greet', args: { name: 'MCP' } });
-      expect(negotiate).toHaveBeenCalledWith(id, { action: 'calculator_add', args: { a: 2, b: 3 } });
+      // Every call went the one way in, as the session's principal (the test admin).
+      expect(negotiate).toHaveBeenCalledWith(ENV_ADMIN, id, { action: 'example-tool_greet', args: { name: 'MCP' } });
+      expect(negotiate).toHaveBeenCalledWith(ENV_ADMIN, id, { action: 'calculator_add', args: { a: 2, b: 3 } });
     } finally {
       negotiate.mockRestore();
     }

@@ -81,7 +81,7 @@ async function sqlCount(table: string, conversationId: string): Promise<number> 
 // ---- conversations ---------------------------------------------------------------
 
 describe('conversations', () => {
-  const SHAPE = ['createdAt', 'id', 'legacyLevel', 'metadata', 'policy', 'updatedAt'];
+  const SHAPE = ['createdAt', 'id', 'legacyLevel', 'metadata', 'owner', 'policy', 'updatedAt'];
 
   it('POST without id: 201 with a generated id, and GET returns the same conversation', async () => {
     const before = Date.now();
@@ -90,7 +90,7 @@ describe('conversations', () => {
     expect(res.headers['content-type']).toMatch(/^application\/json/);
     expect(Object.keys(res.body).sort()).toEqual(SHAPE);
     expect(res.body.id).toMatch(ID_RE);
-    expect(res.body).toMatchObject({ metadata: {}, policy: { deny: [] }, legacyLevel: null });
+    expect(res.body).toMatchObject({ metadata: {}, policy: { deny: [] }, legacyLevel: null, owner: 'admin' });
     expect(typeof res.body.createdAt).toBe('number');
     expect(typeof res.body.updatedAt).toBe('number');
     expect(res.body.createdAt).toBeGreaterThanOrEqual(before - 60000);
@@ -104,15 +104,15 @@ describe('conversations', () => {
     expect(got.body).toEqual(res.body);
   });
 
-  it('POST with id, metadata and policy: 201, GET shape {id, metadata, policy, legacyLevel, createdAt, updatedAt}', async () => {
+  it('POST with id, metadata and policy: 201, GET shape {id, metadata, policy, legacyLevel, owner, createdAt, updatedAt}', async () => {
     const id = uniqueId('rest');
     const body = { id, metadata: { owner: 'ada', tags: ['x'] }, policy: { deny: ['data-tool/*', '*/delete-*'] } };
     const res = await request(t.app).post('/conversations').send(body);
     expect(res.status).toBe(201);
-    expect(res.body).toMatchObject({ ...body, legacyLevel: null });
+    expect(res.body).toMatchObject({ ...body, legacyLevel: null, owner: 'admin' });
     const got = await request(t.app).get(`/conversations/${id}`).expect(200);
     expect(Object.keys(got.body).sort()).toEqual(SHAPE);
-    expect(got.body).toMatchObject({ ...body, legacyLevel: null });
+    expect(got.body).toMatchObject({ ...body, legacyLevel: null, owner: 'admin' });
     expect(typeof got.body.createdAt).toBe('number');
     expect(typeof got.body.updatedAt).toBe('number');
   });

@@ -9,6 +9,7 @@ import { wireServices } from '../../src/bootstrap';
 import { loadConfig } from '../../src/config';
 import { openDatabase } from '../../src/db/database';
 import { createLogger } from '../../src/logger';
+import { TEST_AUTH_ENV } from './auth';
 import type { TestApp } from './test-app';
 
 export interface PeerApp {
@@ -18,13 +19,20 @@ export interface PeerApp {
 }
 
 export async function createPeerApp(first: TestApp, env: Record<string, string> = {}): Promise<PeerApp> {
-  const config = loadConfig({ LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent', NODE_ENV: 'test', ...env });
+  const config = loadConfig({
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    NODE_ENV: 'test',
+    ...TEST_AUTH_ENV,
+    ...env,
+  });
   const db = openDatabase({ client: first.database.client, poolSize: 5, sharedSession: first.database.embedded });
   const { services, registry } = wireServices(config, createLogger(config.logLevel), db, { debounceMs: 50 });
   await registry.load();
+  services.authenticator.start();
   return {
     app: buildApp(services),
     close: async () => {
+      services.authenticator.stop();
       await registry.close();
       await db.close();
     },

@@ -10,9 +10,9 @@ export async function waitFor(what: string, check: () => Promise<boolean> | bool
   }
 }
 
-/** The status of GET `url`, or undefined when nothing answers. */
-export async function statusOf(url: string): Promise<number | undefined> {
-  const res = await fetch(url).catch(() => undefined);
+/** The status of GET `url` (with `headers`, e.g. bearer()), or undefined when nothing answers. */
+export async function statusOf(url: string, headers?: Record<string, string>): Promise<number | undefined> {
+  const res = await fetch(url, { headers }).catch(() => undefined);
   await res?.arrayBuffer();
   return res?.status;
 }
