@@ -66,9 +66,14 @@ export class SqlDecisionStore implements DecisionStore {
       row && prefetch !== undefined
         ? { name: prefetch, resource: row.name == null ? null : toResource(row as unknown as ResourceRow) }
         : undefined;
-    if (!row && createOwner !== undefined) {
+    // When a concurrent request inserted the conversation and committed while this INSERT waited
+    // on it, DO NOTHING returns no row and the statement's snapshot does not see the row either:
+    // run it again (its new snapshot sees the row, or inserts it if it is gone). Deciding without
+    // the row would take the caller for the owner of someone else's conversation.
+    for (let attempt = 1; !row && createOwner !== undefined; attempt++) {
       row = (await prepared<DecisionRow>(db, 'decision_create', DECISION_CREATE, [conversationId, tool, createOwner]))
         .rows[0];
+      if (!row && attempt === 3) throw new Error(`Conversation ${conversationId} could neither be created nor read`);
     }
     if (!row) return { exists: false, legacyLevel: null, policy: { deny: [] }, explicitLevel: null };
     // The stored policy is parsed by the domain's rule (src/core/policy.ts): unreadable denies everything.
