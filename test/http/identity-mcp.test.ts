@@ -179,6 +179,27 @@ describe('sessions', () => {
     expect(await mine.text()).toContain('example-tool_greet');
   });
 
+  it('an open session is no use once its key is revoked: the next request is 401', async () => {
+    const key = await mintAgentKey(base, alice.token, id);
+    const { client, transport } = await connect(id, key.token);
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    const revoked = await fetch(`${base}/keys/${key.id}`, { method: 'DELETE', headers: auth(alice.token) });
+    expect(revoked.status).toBe(204);
+    const res = await post(
+      id,
+      { jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} },
+      {
+        ...auth(key.token),
+        'mcp-session-id': transport.sessionId!,
+        'mcp-protocol-version': transport.protocolVersion!,
+      },
+    );
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toContain('resource_metadata=');
+    await res.arrayBuffer();
+    await expect(client.listTools()).rejects.toThrow();
+  });
+
   it('one principal holds at most MCP_MAX_SESSIONS_PER_PRINCIPAL sessions; another can still open', async () => {
     const dora = await mintKey(base, 'user', 'dora');
     const mine = uniqueId('mcp-cap');
