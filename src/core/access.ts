@@ -12,14 +12,14 @@ export class ConversationAccess {
   constructor(private readonly conversations: ConversationStore) {}
 
   /**
-   * Allows or throws. Costs a round trip only for users: an admin sees every
-   * conversation (the endpoint itself reports a missing one), and an agent
-   * sees only the one its key names.
+   * Allows or throws. An admin sees every conversation (the endpoint itself
+   * reports a missing one) without a round trip; an agent any other than the
+   * one its key names neither. Users, and agents in their conversation (whose
+   * owner must still be the key's), cost one.
    */
   async check(p: Principal, id: string, right: ConversationRight, what: string): Promise<void> {
     if (p.role === 'admin') return;
-    if (p.role === 'agent')
-      return checkConversationAccess(p, id, p.conversationId === id ? null : undefined, right, what);
+    if (p.role === 'agent' && p.conversationId !== id) throw notFound(id);
     checkConversationAccess(p, id, await this.conversations.owner(id), right, what);
   }
 

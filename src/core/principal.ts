@@ -58,7 +58,10 @@ export function canSee(p: Principal, id: string, owner: string | null): boolean 
     case 'user':
       return owner !== null && owner === p.subject;
     case 'agent':
-      return p.conversationId === id;
+      // The conversation it was minted for: that id, owned by whom the key acts for (its subject). The
+      // same id deleted and created again by another user is another conversation, whatever the key's
+      // revocation has reached yet. An ownerless one (M4) only an admin could give it.
+      return p.conversationId === id && (owner === null || owner === p.subject);
   }
 }
 

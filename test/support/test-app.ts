@@ -33,10 +33,15 @@ export interface TestAppOptions {
   captureLogs?: boolean;
   registry?: Pick<ToolRegistryOptions, 'loadTimeoutMs' | 'isolateToolsDir'>;
   auth?: AuthenticatorOptions;
+  /**
+   * Another replica: this app gets a pool, registry and authenticator of its
+   * own on that app's database (which stays that app's to close).
+   */
+  replicaOf?: TestApp;
 }
 
 export async function createTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
-  const database = await createMigratedDatabase();
+  const database = options.replicaOf?.database ?? (await createMigratedDatabase());
   const config: Config = loadConfig({
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     NODE_ENV: 'test',
@@ -69,7 +74,7 @@ export async function createTestApp(env: Record<string, string> = {}, options: T
       services.authenticator.stop();
       await registry.close();
       await db.close();
-      await database.close();
+      if (!options.replicaOf) await database.close();
     },
   };
 }

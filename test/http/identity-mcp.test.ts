@@ -1,0 +1,226 @@
+/**
+ * The MCP endpoint's credentials (API.md, "LLM and MCP interop" and
+ * "Identity and access"), over a real port with the official SDK client: the
+ * 401 challenge points at the RFC 9728 metadata, which anyone may read; a
+ * foreign Origin is refused; the conversation's agent key, its owner and an
+ * admin may initialize and list tools, another user finds nothing; a session
+ * belongs to the principal that opened it; one principal holds at most
+ * MCP_MAX_SESSIONS_PER_PRINCIPAL sessions.
+ */
+import type { Server } from 'node:http';
+import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
+import { TEST_ADMIN_TOKEN, anonymous } from '../support/auth';
+import { uniqueId } from '../support/ids';
+import {
+  INITIALIZE,
+  MCP_ACCEPT,
+  type McpConnection,
+  type MintedKey,
+  createConversation,
+  listen,
+  mcpConnect,
+  mintAgentKey,
+  mintKey,
+  stopListening,
+} from '../support/identity';
+import { type TestApp, createTestApp } from '../support/test-app';
+import { closeMcpSessions } from '../../src/mcp/conversation-mcp';
+
+let t: TestApp;
+let server: Server | undefined;
+let base: string;
+let alice: MintedKey;
+let bob: MintedKey;
+let id: string;
+let agent: MintedKey;
+let open: McpConnection[] = [];
+
+beforeAll(async () => {
+  t = await createTestApp({ MCP_MAX_SESSIONS_PER_PRINCIPAL: '2' });
+  ({ server, base } = await listen(t.app));
+  alice = await mintKey(base, 'user', 'alice');
+  bob = await mintKey(base, 'user', 'bob');
+  id = uniqueId('mcp-auth');
+  await createConversation(base, alice.token, id);
+  agent = await mintAgentKey(base, alice.token, id);
+});
+
+afterEach(async () => {
+  for (const c of open) await c.close();
+  open = [];
+});
+
+afterAll(async () => {
+  if (t) await closeMcpSessions(t.services);
+  await stopListening(server);
+  await t?.close();
+});
+
+const mcpPath = (conversationId: string): string => `/conversations/${conversationId}/mcp`;
+
+async function connect(conversationId: string, token: string): Promise<McpConnection> {
+  const c = await mcpConnect(base, conversationId, token);
+  open.push(c);
+  return c;
+}
+
+/** A raw Streamable HTTP POST (what the SDK client would never send, or to read the status it would hide). */
+function post(conversationId: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${base}${mcpPath(conversationId)}`, {
+    method: 'POST',
+    headers: { accept: MCP_ACCEPT, 'content-type': 'application/json', ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+const auth = (token: string): Record<string, string> => ({ authorization: `Bearer ${token}` });
+
+describe('without a token', () => {
+  it('initialize → 401 whose challenge names the resource metadata', async () => {
+    const res = await post(id, INITIALIZE);
+    expect(res.status).toBe(401);
+    const challenge = res.headers.get('www-authenticate') ?? '';
+    expect(challenge).toMatch(/^Bearer\b/);
+    const metadataUrl = `${base}/.well-known/oauth-protected-resource/conversations/${id}/mcp`;
+    expect(challenge).toContain(`resource_metadata="${metadataUrl}"`);
+    expect(res.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(await res.json()).toEqual(expect.objectContaining({ status: 401, code: 'unauthorized' }));
+
+    // A bad token gets the same pointer.
+    const bad = await post(id, INITIALIZE, auth('nope'));
+    expect(bad.status).toBe(401);
+    expect(bad.headers.get('www-authenticate')).toContain(`resource_metadata="${metadataUrl}"`);
+  });
+
+  it('the metadata document is public: resource, bearer in the header, no authorization server without JWTs', async () => {
+    const res = await anonymous(base).get(`/.well-known/oauth-protected-resource/conversations/${id}/mcp`);
+    expect(res.status).toBe(200);
+    expect(res.headers['content-type']).toMatch(/^application\/json/);
+    expect(res.body.resource).toBe(`${base}${mcpPath(id)}`);
+    expect(res.body.resource).toMatch(new RegExp(`/conversations/${id}/mcp$`));
+    expect(res.body.bearer_methods_supported).toEqual(['header']);
+    expect(res.body).not.toHaveProperty('authorization_servers');
+  });
+
+  it('the SDK client cannot connect', async () => {
+    await expect(mcpConnect(base, id, 'not-a-token')).rejects.toThrow();
+  });
+});
+
+describe('who may use a conversation’s MCP server', () => {
+  it.each([
+    ['its agent key', () => agent.token],
+    ['its owner', () => alice.token],
+    ['an admin', () => TEST_ADMIN_TOKEN],
+  ])('%s initializes and lists tools with the SDK client', async (_who, token) => {
+    const { client, transport } = await connect(id, token());
+    expect(transport.protocolVersion).toBe(LATEST_PROTOCOL_VERSION);
+    const { tools } = await client.listTools();
+    expect(tools.map((x) => x.name)).toEqual(expect.arrayContaining(['example-tool_greet', 'data-tool_read-resource']));
+    const greet = await client.callTool({ name: 'example-tool_greet', arguments: { name: 'mcp' } });
+    expect(greet.isError).toBeFalsy();
+  });
+
+  it('another user → 404 not_found, and the SDK client cannot connect', async () => {
+    const res = await post(id, INITIALIZE, auth(bob.token));
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual(expect.objectContaining({ code: 'not_found' }));
+    await expect(mcpConnect(base, id, bob.token)).rejects.toThrow();
+  });
+
+  it('an agent of another conversation → 404', async () => {
+    const elsewhere = uniqueId('mcp-elsewhere');
+    await createConversation(base, alice.token, elsewhere);
+    const stranger = await mintAgentKey(base, alice.token, elsewhere);
+    const res = await post(id, INITIALIZE, auth(stranger.token));
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual(expect.objectContaining({ code: 'not_found' }));
+  });
+
+  it('a foreign Origin → 403, even with good credentials; the own origin is fine', async () => {
+    const res = await post(id, INITIALIZE, { ...auth(alice.token), origin: 'https://evil.example' });
+    expect(res.status).toBe(403);
+    expect(await res.json()).toEqual(expect.objectContaining({ code: 'forbidden' }));
+    const own = await post(id, INITIALIZE, { ...auth(alice.token), origin: base });
+    expect(own.status).toBe(200);
+    const session = own.headers.get('mcp-session-id');
+    await own.arrayBuffer();
+    if (session) {
+      await fetch(`${base}${mcpPath(id)}`, {
+        method: 'DELETE',
+        headers: { ...auth(alice.token), 'mcp-session-id': session },
+      });
+    }
+  });
+});
+
+describe('sessions', () => {
+  it('a session opened by one principal is not usable by another', async () => {
+    const { transport } = await connect(id, alice.token);
+    const sessionId = transport.sessionId!;
+    expect(sessionId).toBeTruthy();
+    const list = { jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} };
+    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': transport.protocolVersion! };
+
+    for (const token of [TEST_ADMIN_TOKEN, agent.token]) {
+      const res = await post(id, list, { ...headers, ...auth(token) });
+      expect(res.status).toBe(404);
+      await res.arrayBuffer();
+    }
+    const stranger = await post(id, list, { ...headers, ...auth(bob.token) });
+    expect(stranger.status).toBe(404);
+    await stranger.arrayBuffer();
+    const anon = await post(id, list, headers);
+    expect(anon.status).toBe(401);
+    await anon.arrayBuffer();
+    // Its owner still uses it.
+    const mine = await post(id, list, { ...headers, ...auth(alice.token) });
+    expect(mine.status).toBe(200);
+    expect(await mine.text()).toContain('example-tool_greet');
+  });
+
+  it('an open session is no use once its key is revoked: the next request is 401', async () => {
+    const key = await mintAgentKey(base, alice.token, id);
+    const { client, transport } = await connect(id, key.token);
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    const revoked = await fetch(`${base}/keys/${key.id}`, { method: 'DELETE', headers: auth(alice.token) });
+    expect(revoked.status).toBe(204);
+    const res = await post(
+      id,
+      { jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} },
+      {
+        ...auth(key.token),
+        'mcp-session-id': transport.sessionId!,
+        'mcp-protocol-version': transport.protocolVersion!,
+      },
+    );
+    expect(res.status).toBe(401);
+    expect(res.headers.get('www-authenticate')).toContain('resource_metadata=');
+    await res.arrayBuffer();
+    await expect(client.listTools()).rejects.toThrow();
+  });
+
+  it('one principal holds at most MCP_MAX_SESSIONS_PER_PRINCIPAL sessions; another can still open', async () => {
+    const dora = await mintKey(base, 'user', 'dora');
+    const mine = uniqueId('mcp-cap');
+    await createConversation(base, dora.token, mine);
+    await connect(mine, dora.token);
+    const second = await connect(mine, dora.token);
+    const third = await post(mine, INITIALIZE, auth(dora.token));
+    expect(third.status).toBe(429);
+    expect(third.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+    expect(await third.json()).toEqual(expect.objectContaining({ code: 'rate_limited' }));
+    await expect(mcpConnect(base, mine, dora.token)).rejects.toThrow();
+
+    // Another principal in the same conversation is not affected.
+    const agentOfDora = await mintAgentKey(base, dora.token, mine);
+    const other = await connect(mine, agentOfDora.token);
+    expect((await other.client.listTools()).tools.length).toBeGreaterThan(0);
+    await connect(mine, TEST_ADMIN_TOKEN);
+
+    // Ending a session frees its place.
+    await second.close();
+    open = open.filter((c) => c !== second);
+    await connect(mine, dora.token);
+  });
+});
