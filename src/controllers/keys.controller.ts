@@ -29,7 +29,7 @@ export interface CreateKeyBody {
   label?: string;
   /**
    * When the key stops working (epoch milliseconds, in the future); absent: never.
-   * @isInt
+   * @isLong
    */
   expiresAt?: number;
 }
@@ -41,7 +41,7 @@ export interface CreateAgentKeyBody {
   maxLevel?: PermissionLevel;
   /**
    * Epoch milliseconds, in the future; absent: never.
-   * @isInt
+   * @isLong
    */
   expiresAt?: number;
 }
