@@ -79,6 +79,9 @@ export const ZConfig = z.object({
   MCP_MAX_SESSIONS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(100000).default(16),
 });
 
+/** Settings whose values never appear in a message. */
+const SECRETS = new Set(['ADMIN_API_KEY', 'DATABASE_URL']);
+
 export type TConfigInput = z.input<typeof ZConfig>;
 
 export interface Config {
@@ -138,7 +141,10 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
   if (!parsed.success) {
     throw new ConfigError(
       parsed.error.issues.map(
-        (i) => `${i.path.join('.') || '(root)'}: ${i.message} (got ${JSON.stringify(raw[String(i.path[0])])})`,
+        (i) =>
+          `${i.path.join('.') || '(root)'}: ${i.message} (got ${
+            SECRETS.has(String(i.path[0])) ? 'a value, not shown' : JSON.stringify(raw[String(i.path[0])])
+          })`,
       ),
     );
   }

@@ -14,7 +14,7 @@
  * - JWTs go to the JWT verifier (its own cache and JWKS handling).
  */
 import type { Logger } from '../logger';
-import { hashToken, TOKEN_RE } from '../core/keys';
+import { BUILT_IN_ADMIN_SUBJECT, hashToken, TOKEN_RE } from '../core/keys';
 import type { KeyStore, StoredKey } from '../core/ports';
 import type { Principal } from '../core/principal';
 import type { Level } from '../core/tool-interface';
@@ -34,7 +34,7 @@ export interface AuthenticatorOptions {
 }
 
 /** The subject and key id of the ADMIN_API_KEY principal. */
-export const ENV_ADMIN: Principal = { role: 'admin', subject: 'admin', keyId: 'env' };
+export const ENV_ADMIN: Principal = { role: 'admin', subject: BUILT_IN_ADMIN_SUBJECT, keyId: 'env' };
 
 /** Revocations are read back over this window; it only has to outlast one poll and a slow commit. */
 const REVOCATION_WINDOW_S = 60;
@@ -65,7 +65,7 @@ export class Authenticator {
   private readonly maxCachedKeys: number;
   private readonly now: () => number;
   private timer: NodeJS.Timeout | undefined;
-  private polling = false;
+  private inFlight: Promise<void> | undefined;
   /** When the last poll that succeeded began; -Infinity until one has. */
   private lastGoodPoll = -Infinity;
 
@@ -135,10 +135,22 @@ export class Authenticator {
     this.timer = undefined;
   }
 
-  /** One poll: drops the keys revoked lately from the cache. Exposed for tests. */
-  async poll(): Promise<void> {
-    if (this.polling) return;
-    this.polling = true;
+  /** One poll: drops the keys revoked lately from the cache (joins one already running). */
+  poll(): Promise<void> {
+    this.inFlight ??= this.pollOnce().finally(() => (this.inFlight = undefined));
+    return this.inFlight;
+  }
+
+  /**
+   * A poll that begins after this call: what was revoked before it is
+   * refused on this replica once it resolves (conversation deletion).
+   */
+  async refresh(): Promise<void> {
+    if (this.inFlight) await this.inFlight;
+    await this.poll();
+  }
+
+  private async pollOnce(): Promise<void> {
     const began = this.now();
     try {
       const revoked = await this.keys.revokedWithin(REVOCATION_WINDOW_S);
@@ -146,8 +158,6 @@ export class Authenticator {
       this.lastGoodPoll = began;
     } catch (err) {
       this.logger.warn({ err }, 'revoked keys could not be read; cached keys are rechecked until they can');
-    } finally {
-      this.polling = false;
     }
   }
 

@@ -163,6 +163,8 @@ export class ConversationsController extends Controller {
   public async deleteConversation(@Request() req: ExRequest, @Path() id: Id): Promise<void> {
     await this.services.access.check(principalOf(req), id, 'manage', 'delete the conversation');
     await deleteConversation(this.services.stores.conversations, id);
+    // Its agent keys were revoked with it: refused on this replica from now on (the others poll).
+    await this.services.authenticator.refresh();
     this.setStatus(204);
   }
 

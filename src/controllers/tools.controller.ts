@@ -84,7 +84,9 @@ export class ToolsController extends Controller {
       conversationId === undefined
         ? undefined
         : (await getConversation(this.services.stores.conversations, conversationId)).policy;
-    return buildDefinitions(this.services.catalog.snapshot().set, format, { query, limit, policy });
+    // An agent key's ceiling: what it can never run is not offered (as MCP tools/list does).
+    const maxLevel = req.principal?.maxLevel;
+    return buildDefinitions(this.services.catalog.snapshot().set, format, { query, limit, policy, maxLevel });
   }
 
   /**

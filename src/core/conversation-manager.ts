@@ -111,12 +111,12 @@ export class ConversationManager {
       return ceiling(p.maxLevel, `upgrade:${tool}:level-${level}`, level);
     return fail(
       'permission_required',
-      `Permission upgrade required: only the conversation's owner can set ${tool}'s level`,
+      `Permission upgrade required: only the conversation's owner or an admin can set ${tool}'s level`,
       {
         requiresApproval: true,
         approvalReason:
           `Permission upgrade required: an agent asked to set ${tool} to level ${level} (${LEVEL_NAMES[level]}) ` +
-          `in this conversation. The conversation owner can approve with upgrade:${tool}:level-${level}.`,
+          `in this conversation. The conversation owner (or an admin) can approve with upgrade:${tool}:level-${level}.`,
         alignment: 'agnostic',
       },
     );

@@ -27,6 +27,9 @@ export function newKeyId(): string {
   return 'key_' + randomBytes(12).toString('base64url');
 }
 
+/** The subject of ADMIN_API_KEY's principal and of the first admin key (DATA_DIR/admin.key). */
+export const BUILT_IN_ADMIN_SUBJECT = 'admin';
+
 /** A subject: what `owner` and the permission history name (`user:SUBJECT`). */
 export const SUBJECT_RE = /^[\x21-\x7e]{1,256}$/;
 export const SUBJECT_RULE = 'must be 1 to 256 visible ASCII characters';
@@ -45,13 +48,20 @@ export interface KeyInput {
 
 const LIST_LIMIT = 1000;
 
+/** 9999-12-31T23:59:59.999Z: the last instant a timestamp column (and an ISO date) can hold. */
+export const MAX_EXPIRES_AT = 253402300799999;
+
 function checkExpiry(expiresAt: number | undefined, now: number): number | null {
   if (expiresAt === undefined) return null;
-  if (!Number.isSafeInteger(expiresAt) || expiresAt <= now) {
-    throw new AppError('validation_failed', 'expiresAt: must be a time in the future (epoch milliseconds)', [
-      { path: 'expiresAt', message: 'must be in the future' },
-    ]);
-  }
+  const problem = !Number.isSafeInteger(expiresAt)
+    ? 'must be an integer (epoch milliseconds)'
+    : expiresAt <= now
+      ? 'must be in the future'
+      : expiresAt > MAX_EXPIRES_AT
+        ? `must be at most ${MAX_EXPIRES_AT} (9999-12-31)`
+        : undefined;
+  if (problem)
+    throw new AppError('validation_failed', `expiresAt: ${problem}`, [{ path: 'expiresAt', message: problem }]);
   return expiresAt;
 }
 
@@ -67,6 +77,11 @@ export class KeyService {
     if (p.role !== 'admin') throw forbidden(p, 'mint keys (only admins may)');
     if (!SUBJECT_RE.test(input.subject)) {
       throw new AppError('validation_failed', `subject: ${SUBJECT_RULE}`, [{ path: 'subject', message: SUBJECT_RULE }]);
+    }
+    if (input.role !== 'admin' && input.subject === BUILT_IN_ADMIN_SUBJECT) {
+      // A user named like the built-in admin would own what that admin created.
+      const message = `subject "${BUILT_IN_ADMIN_SUBJECT}" is the built-in admin's; choose another for a user`;
+      throw new AppError('validation_failed', `subject: ${message}`, [{ path: 'subject', message }]);
     }
     return this.insert({
       role: input.role,

@@ -65,11 +65,15 @@ export function authenticate(authenticator: Authenticator, failedAuth: FailedAut
         sendProblem(res, 'unauthorized', detail);
       });
     if (!match) {
+      // RFC 6750 §3.1: error="invalid_token" only when bearer credentials were sent.
+      const bearerSent = header !== undefined && /^Bearer\b/i.test(header);
       return refuse(
         header === undefined
           ? 'This endpoint needs Authorization: Bearer TOKEN'
-          : 'The Authorization header must be Bearer TOKEN',
-        header !== undefined,
+          : bearerSent
+            ? 'The bearer token is malformed (RFC 6750 characters, at most 8192)'
+            : 'The Authorization header must be Bearer TOKEN',
+        bearerSent,
       );
     }
     authenticator.authenticate(match[1]!).then(
