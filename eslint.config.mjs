@@ -14,6 +14,7 @@ export default tseslint.config(
       'openapi/',
       '**/*.js',
       '**/*.mjs',
+      '**/*.cjs',
     ],
   },
   eslint.configs.recommended,

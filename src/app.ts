@@ -13,6 +13,7 @@ import { authenticate } from './http/authenticate';
 import { hostOriginGuard } from './http/host-origin';
 import { failedAuthLimiter, principalRateLimit } from './http/rate-limits';
 import { errorHandler, notFound, requestLogging } from './http/middleware';
+import { setTrustProxy } from './http/trust-proxy';
 import { mcpRouter } from './mcp/conversation-mcp';
 import type { Services } from './services';
 
@@ -33,7 +34,7 @@ export function buildApp(services: Services): Express {
   app.locals.services = services;
   app.disable('x-powered-by');
   app.set('etag', false);
-  app.set('trust proxy', services.config.trustProxy);
+  setTrustProxy(app, services.config.trustProxy);
   app.use(requestLogging(services.logger));
   // DNS rebinding and foreign pages: a Host or Origin that is not ours is refused first.
   app.use(hostOriginGuard(services.config));
@@ -59,14 +60,15 @@ export function buildApp(services: Services): Express {
   );
   app.use(checkJsonBody);
 
+  // The API's routes first, negotiate the first of them (tsoa.json lists its controller first):
+  // express tries the routes in order, so the hot path matches at once.
+  RegisterRoutes(app);
+  app.use(mcpRouter(services));
   const spec = openapiSpec();
   app.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(spec.text);
   });
   app.use('/docs', swaggerUi.serve, swaggerUi.setup(spec.json, { customSiteTitle: 'Tool orchestration API' }));
-
-  app.use(mcpRouter(services));
-  RegisterRoutes(app);
 
   app.use(notFound(app));
   app.use(errorHandler(services.logger));

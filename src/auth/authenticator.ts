@@ -59,6 +59,8 @@ export function principalOfKey(key: StoredKey): Principal {
 
 export class Authenticator {
   private readonly cache = new Map<string, CachedKey>();
+  /** token → its SHA-256, for the tokens of cached keys: a repeat caller costs no hashing. */
+  private readonly hashes = new Map<string, string>();
   private readonly envAdminHash: string | undefined;
   private readonly pollIntervalMs: number;
   private readonly staleAfterMs: number;
@@ -94,6 +96,32 @@ export class Authenticator {
     if (this.envAdminHash !== undefined && hashToken(token) === this.envAdminHash) return ENV_ADMIN;
     if (this.jwt && this.looksLikeJwt(token)) return this.jwt.verify(token);
     return undefined;
+  }
+
+  /**
+   * The principal of a token that memory alone answers for: ADMIN_API_KEY,
+   * or an API key cached, unexpired and covered by a recent poll. Undefined
+   * when the answer needs `authenticate` (which also refuses). The request
+   * path takes this first, so that steady state costs no promise.
+   */
+  known(token: string): Principal | undefined {
+    if (!TOKEN_RE.test(token)) {
+      return this.envAdminHash !== undefined && hashToken(token) === this.envAdminHash ? ENV_ADMIN : undefined;
+    }
+    const remembered = this.hashes.get(token);
+    const hash = remembered ?? hashToken(token);
+    if (hash === this.envAdminHash) return ENV_ADMIN;
+    const cached = this.cache.get(hash);
+    if (cached === undefined) return undefined;
+    const now = this.now();
+    if (now - this.lastGoodPoll >= this.staleAfterMs) return undefined;
+    if (cached.expiresAt !== null && cached.expiresAt <= now) return undefined;
+    if (remembered === undefined) {
+      // Only tokens of cached keys are remembered, so guessed tokens cannot fill the map.
+      if (this.hashes.size >= this.maxCachedKeys) this.hashes.clear();
+      this.hashes.set(token, hash);
+    }
+    return cached.principal;
   }
 
   private async apiKey(token: string): Promise<Principal | undefined> {

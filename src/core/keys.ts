@@ -4,7 +4,7 @@
  * the right one: nothing to guess, and the lookup stays one index probe).
  * Who may mint, list and revoke which keys is decided here.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 import { ConversationAccess } from './access';
 import { AppError } from './errors';
 import type { KeyStore, StoredKey } from './ports';
@@ -20,7 +20,7 @@ export function newToken(): string {
 }
 
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return hash('sha256', token, 'hex');
 }
 
 export function newKeyId(): string {

@@ -76,7 +76,14 @@ export function authenticate(authenticator: Authenticator, failedAuth: FailedAut
         bearerSent,
       );
     }
-    authenticator.authenticate(match[1]!).then(
+    const token = match[1]!;
+    const known = authenticator.known(token);
+    if (known !== undefined) {
+      req.principal = known;
+      res.locals.principal = known;
+      return next();
+    }
+    authenticator.authenticate(token).then(
       (principal) => {
         if (!principal) return refuse('The token is unknown, revoked or expired', true);
         req.principal = principal;

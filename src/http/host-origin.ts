@@ -98,9 +98,10 @@ function defaultPort(protocol: string): number | undefined {
 }
 
 /** An entry without a port matches any port; a Host without one has the scheme's default. */
-function hostMatches(entry: HostName, host: HostName, protocol: string): boolean {
+function hostMatches(entry: HostName, host: HostName, req: Request): boolean {
   if (entry.name !== host.name) return false;
-  return entry.port === undefined || entry.port === (host.port ?? defaultPort(protocol));
+  // req.protocol only when needed: behind a trusted proxy it reads X-Forwarded-Proto.
+  return entry.port === undefined || entry.port === (host.port ?? defaultPort(req.protocol));
 }
 
 /** `scheme://host[:port]`, lower case, without the scheme's default port; undefined for `null` and non-origins. */
@@ -135,11 +136,22 @@ export function hostOriginGuard(config: GuardConfig): RequestHandler {
       return origin;
     }),
   );
+  // Clients send one Host value again and again: each is parsed once (a bounded map, emptied when full).
+  const parsedHosts = new Map<string, HostName | null>();
+  const parsedHost = (value: string): HostName | undefined => {
+    let parsed = parsedHosts.get(value);
+    if (parsed === undefined) {
+      parsed = parseHost(value) ?? null;
+      if (parsedHosts.size >= 1024) parsedHosts.clear();
+      parsedHosts.set(value, parsed);
+    }
+    return parsed ?? undefined;
+  };
   return (req, res, next) => {
     const hostHeader = req.headers.host;
     if (hosts !== undefined && !PROBES.has(req.path)) {
-      const host = hostHeader === undefined ? undefined : parseHost(hostHeader);
-      if (!host || !hosts.some((entry) => hostMatches(entry, host, req.protocol))) {
+      const host = hostHeader === undefined ? undefined : parsedHost(hostHeader);
+      if (!host || !hosts.some((entry) => hostMatches(entry, host, req))) {
         const detail =
           hostHeader === undefined
             ? 'A Host header is required'
