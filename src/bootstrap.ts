@@ -8,11 +8,13 @@ import { createJwtVerifier, looksLikeJwt } from './auth/jwt';
 import type { Config } from './config';
 import { ConversationAccess } from './core/access';
 import { ConversationManager } from './core/conversation-manager';
+import { IdempotentNegotiation } from './core/idempotency';
 import { KeyService } from './core/keys';
 import { ResourceService } from './core/resource-service';
 import { ToolCatalog } from './core/tool-catalog';
 import { ToolRegistry, type ToolRegistryOptions } from './core/tool-registry';
 import type { Database } from './db/database';
+import { negotiationStatus } from './http/negotiate-status';
 import { openStores } from './db/stores';
 import type { Logger } from './logger';
 import type { Services } from './services';
@@ -49,6 +51,12 @@ export function wireServices(
     exportDir: config.exportDir,
     toolTimeoutMs: config.toolTimeoutMs,
   });
+  const idempotency = new IdempotentNegotiation({
+    store: stores.idempotency,
+    units: stores.units,
+    negotiate: (p, id, req, keeper) => manager.negotiate(p, id, req, keeper),
+    statusOf: negotiationStatus,
+  });
   const access = new ConversationAccess(stores.conversations);
   const keys = new KeyService(stores.keys, access);
   const authenticator = new Authenticator(
@@ -60,7 +68,7 @@ export function wireServices(
     authOptions,
   );
   return {
-    services: { config, logger, db, stores, catalog, manager, resources, access, keys, authenticator },
+    services: { config, logger, db, stores, catalog, manager, idempotency, resources, access, keys, authenticator },
     registry,
   };
 }

@@ -6,6 +6,7 @@ import type { Authenticator } from './auth/authenticator';
 import type { Config } from './config';
 import type { ConversationAccess } from './core/access';
 import type { ConversationManager } from './core/conversation-manager';
+import type { IdempotentNegotiation } from './core/idempotency';
 import type { KeyService } from './core/keys';
 import type { Stores } from './core/ports';
 import type { ResourceService } from './core/resource-service';
@@ -21,6 +22,8 @@ export interface Services {
   stores: Stores;
   catalog: ToolCatalog;
   manager: ConversationManager;
+  /** negotiate with an Idempotency-Key. */
+  idempotency: IdempotentNegotiation;
   resources: ResourceService;
   /** Who may do what under /conversations/{id}. */
   access: ConversationAccess;

@@ -1,11 +1,28 @@
-import { Body, Controller, Path, Post, Request, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import {
+  Body,
+  Controller,
+  Header,
+  Path,
+  Post,
+  Request,
+  Response,
+  Route,
+  SuccessResponse,
+  Tags,
+} from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import { principalOf } from '../http/authenticate';
 import type { Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { NegotiationResult } from '../core/negotiation';
 import { negotiationStatus } from '../http/negotiate-status';
-import type { Id, JsonObject } from './types';
+import type { Id, IdempotencyKey, JsonObject } from './types';
+
+/** On an answer from a kept outcome (Idempotency-Key). */
+export interface ReplayHeaders {
+  /** `true` when this answer is the kept outcome of an earlier request with the same Idempotency-Key. */
+  'Idempotent-Replayed'?: string;
+}
 
 export interface NegotiateBody {
   /**
@@ -40,14 +57,25 @@ export class NegotiateController extends Controller {
    * level in this conversation and the conversation's policy, and runs it.
    * A conversation id never seen before is created on first use, owned by the
    * caller (users and admins; an agent acts only in its own conversation).
+   *
+   * With `Idempotency-Key`, an action runs at most once per conversation,
+   * caller and key: the outcome of an action that ran and committed (200) is
+   * kept for 24 hours, in the action's own transaction; a repeat with the
+   * same body gets it back with `Idempotent-Replayed: true` and runs nothing;
+   * another body is 422 `idempotency_key_reused`; a repeat while the first
+   * still runs is 409 `conflict`. Refusals decided before anything ran
+   * (routing, policy, permission, args, dry runs), special actions, a
+   * failed action (its writes rolled back: 4xx from the tool, 500
+   * tool_error) and 503s are not kept: a retry with the key runs afresh.
+   * @param idempotencyKey 1 to 255 visible ASCII characters, unique per request you mean to make once.
    */
   @Post('{conversationId}/negotiate')
-  @SuccessResponse(200, 'The action ran (or, with dryRun, would run)')
+  @SuccessResponse<ReplayHeaders>(200, 'The action ran (or, with dryRun, would run)')
   @Response<NegotiationResult>(
     400,
     'invalid_args: args fail the action input schema, hold NUL, lone surrogates or nesting over 64 levels, or a bad upgrade level',
   )
-  @Response<Problem>(400, 'Malformed request (validation_failed, problem+json)')
+  @Response<Problem>(400, 'Malformed request or Idempotency-Key (validation_failed, problem+json)')
   @Response<Problem>(401, 'No valid bearer token (problem+json)')
   @Response<NegotiationResult>(
     403,
@@ -56,6 +84,8 @@ export class NegotiateController extends Controller {
   @Response<NegotiationResult>(404, 'no_tool, unknown_tool or resource_not_found')
   @Response<Problem>(404, 'A conversation the caller may not see (not_found, problem+json)')
   @Response<NegotiationResult>(409, 'ambiguous_action or resource_exists')
+  @Response<Problem>(409, 'A request with this Idempotency-Key is still running (conflict, problem+json)')
+  @Response<Problem>(422, 'This Idempotency-Key was used with another body (idempotency_key_reused, problem+json)')
   @Response<NegotiationResult>(413, 'resource_too_large')
   @Response<NegotiationResult>(500, 'tool_error: the tool threw')
   @Response<Problem>(415, 'Unsupported Content-Encoding or charset (problem+json)')
@@ -64,9 +94,16 @@ export class NegotiateController extends Controller {
     @Request() req: ExRequest,
     @Path() conversationId: Id,
     @Body() body: NegotiateBody,
+    @Header('Idempotency-Key') idempotencyKey?: IdempotencyKey,
   ): Promise<NegotiationResult> {
-    const result = await this.services.manager.negotiate(principalOf(req), conversationId, body);
-    this.setStatus(negotiationStatus(result));
-    return result;
+    if (idempotencyKey === undefined) {
+      const result = await this.services.manager.negotiate(principalOf(req), conversationId, body);
+      this.setStatus(negotiationStatus(result));
+      return result;
+    }
+    const kept = await this.services.idempotency.negotiate(principalOf(req), conversationId, body, idempotencyKey);
+    if (kept.replayed) this.setHeader('Idempotent-Replayed', 'true');
+    this.setStatus(kept.status);
+    return kept.body;
   }
 }

@@ -12,6 +12,15 @@
  */
 export type Id = string;
 
+// The rule is IDEMPOTENCY_KEY_RE in src/core/idempotency.ts.
+/**
+ * An Idempotency-Key: 1 to 255 visible ASCII characters (no spaces).
+ * @pattern ^[!-~]{1,255}$
+ * @minLength 1
+ * @maxLength 255
+ */
+export type IdempotencyKey = string;
+
 /** 1 read, 2 write, 3 execute. */
 export type PermissionLevel = 1 | 2 | 3;
 

@@ -5,6 +5,7 @@
  * dry run's argument check inside an isolated tool's worker.
  */
 import { AppError, isUnavailable } from './errors';
+import type { OutcomeKeeper } from './idempotency';
 import { fail, type NegotiationResult, type Routing } from './negotiation';
 import type { UnitsOfWork } from './ports';
 import type { ResourceService } from './resource-service';
@@ -59,15 +60,17 @@ export async function runAction(
   args: Record<string, unknown>,
   decided: Decided,
   prefetched?: { name: string; resource: Resource | null },
+  /** With an Idempotency-Key: the unit begins (and claims the key) before the handler, and keeps the outcome. */
+  keeper?: OutcomeKeeper,
   attempt = 1,
 ): Promise<NegotiationResult> {
   // Only a write-level action gets a unit of work: a read-level context without one refuses writes.
-  const unit = action.level === 1 ? undefined : deps.units.start();
+  const unit = keeper ? await keeper.open() : action.level === 1 ? undefined : deps.units.start();
   const sharedContext = new ConversationSharedContext({
     conversationId,
     toolName: action.tool,
     resources: deps.resources,
-    unit,
+    unit: action.level === 1 ? undefined : unit,
     prefetched,
   });
   // Aborted on timeout: an isolated (TOOLS_DIR) action's worker is then terminated. Only isolated
@@ -102,14 +105,17 @@ export async function runAction(
     }
     // A handler that swallowed a deadlock error returns over an aborted transaction: nothing would commit.
     if (sharedContext.conflicted) throw new Error('transaction aborted by a deadlock or serialization failure');
+    const result: NegotiationResult = { success: true, output: output ?? null, ...decided };
+    // The kept outcome commits with the action's writes, or neither does.
+    if (keeper && unit) await keeper.keep(unit, result);
     await unit?.commit();
-    return { success: true, output: output ?? null, ...decided };
+    return result;
   } catch (err) {
     await unit?.rollback();
     // The database broke a deadlock (or a serialization conflict) by aborting this action's transaction:
     // nothing of it committed, so the whole action runs again, in a fresh unit of work.
     if (sharedContext.conflicted && attempt < MAX_ACTION_ATTEMPTS) {
-      return runAction(deps, conversationId, action, args, decided, prefetched, attempt + 1);
+      return runAction(deps, conversationId, action, args, decided, prefetched, keeper, attempt + 1);
     }
     if (err instanceof ToolError) return fail(err.code, err.message, decided);
     // Database trouble is the service's, not the tool's: the transport answers it (a 503), not a tool_error.

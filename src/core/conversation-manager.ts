@@ -6,6 +6,7 @@
  * transports choose statuses.
  */
 import { checkInSandbox, runAction, type ExecutionDeps } from './action-execution';
+import type { OutcomeKeeper } from './idempotency';
 import { fail, type NegotiateRequest, type NegotiationResult, type Routing } from './negotiation';
 import { LEVEL_NAMES, effectiveLevel, isLevel } from './permissions';
 import { deniedBy } from './policy';
@@ -34,14 +35,20 @@ export class ConversationManager {
    * it as they answer every other endpoint under the conversation); an
    * unknown one is created, owned by `p`, unless `p` is an agent.
    */
-  async negotiate(p: Principal, conversationId: string, req: NegotiateRequest): Promise<NegotiationResult> {
+  async negotiate(
+    p: Principal,
+    conversationId: string,
+    req: NegotiateRequest,
+    /** With an Idempotency-Key (src/core/idempotency.ts): only an action that runs uses it. */
+    keeper?: OutcomeKeeper,
+  ): Promise<NegotiationResult> {
     // An agent's key names its one conversation: any other is refused before any work.
     if (p.role === 'agent' && p.conversationId !== conversationId) throw notFound(conversationId);
     const snapshot = this.deps.catalog.snapshot();
     const special = parseSpecialAction(req.action);
     if (special?.kind === 'list-tools') return this.listTools(p, conversationId, req);
     if (special) return this.upgrade(p, conversationId, snapshot, special.tool, special.levelText, req);
-    return this.routeAndRun(p, conversationId, snapshot, req);
+    return this.routeAndRun(p, conversationId, snapshot, req, keeper);
   }
 
   /** The conversation's owner as `p` may use it: created for a user or admin (not on a dry run), else read. */
@@ -127,6 +134,7 @@ export class ConversationManager {
     conversationId: string,
     snapshot: CatalogSnapshot,
     req: NegotiateRequest,
+    keeper?: OutcomeKeeper,
   ): Promise<NegotiationResult> {
     const route = snapshot.router.route(req.action, req.tool);
     switch (route.kind) {
@@ -149,6 +157,7 @@ export class ConversationManager {
           route.entry,
           { confidence: route.confidence, explicit: route.explicit },
           req,
+          keeper,
         );
     }
   }
@@ -159,6 +168,7 @@ export class ConversationManager {
     entry: RoutedAction,
     how: { confidence: number; explicit: boolean },
     req: NegotiateRequest,
+    keeper?: OutcomeKeeper,
   ): Promise<NegotiationResult> {
     const action = entry.loaded;
     const routing: Routing = {
@@ -217,7 +227,7 @@ export class ConversationManager {
         : undefined;
       return problem ?? { success: true, alignment, routing };
     }
-    return runAction(this.deps, conversationId, action, parsed.value, { alignment, routing }, ctx.prefetched);
+    return runAction(this.deps, conversationId, action, parsed.value, { alignment, routing }, ctx.prefetched, keeper);
   }
 }
 

@@ -3,6 +3,7 @@
  * src/db. The domain never sees a driver: a transaction is an opaque handle
  * that only the adapter that made it can use.
  */
+import type { IdempotencyStore } from './idempotency';
 import type { TPolicy } from './policy';
 import type { Level, Resource } from './tool-interface';
 
@@ -217,6 +218,8 @@ export interface UnitsOfWork {
 
 /** Every port, as src/db implements them for one database. */
 export interface Stores {
+  /** Kept outcomes of negotiate calls with an Idempotency-Key. */
+  idempotency: IdempotencyStore;
   resources: ResourceStore;
   decisions: DecisionStore;
   permissions: PermissionStore;

@@ -3,6 +3,7 @@ import type { Stores } from '../core/ports';
 import { PrismaConversationStore } from './conversation-store';
 import type { Database } from './database';
 import { SqlDecisionStore } from './decision-store';
+import { SqlIdempotencyStore } from './idempotency-store';
 import { SqlKeyStore } from './key-store';
 import { PrismaPermissionStore } from './permission-store';
 import { SqlResourceStore } from './resource-store';
@@ -16,5 +17,6 @@ export function openStores(db: Pick<Database, 'pool' | 'prisma'>): Stores {
     conversations: new PrismaConversationStore(db.prisma, db.pool),
     keys: new SqlKeyStore(db.pool),
     units: new PoolUnitsOfWork(db.pool),
+    idempotency: new SqlIdempotencyStore(db.pool),
   };
 }
