@@ -1,15 +1,4 @@
-import {
-  Body,
-  Controller,
-  Header,
-  Path,
-  Post,
-  Request,
-  Response,
-  Route,
-  SuccessResponse,
-  Tags,
-} from '@tsoa/runtime';
+import { Body, Controller, Header, Path, Post, Request, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import { principalOf } from '../http/authenticate';
 import type { Problem } from '../http/problem';
@@ -17,12 +6,6 @@ import type { Services } from '../services';
 import type { NegotiationResult } from '../core/negotiation';
 import { negotiationStatus } from '../http/negotiate-status';
 import type { Id, IdempotencyKey, JsonObject } from './types';
-
-/** On an answer from a kept outcome (Idempotency-Key). */
-export interface ReplayHeaders {
-  /** `true` when this answer is the kept outcome of an earlier request with the same Idempotency-Key. */
-  'Idempotent-Replayed'?: string;
-}
 
 export interface NegotiateBody {
   /**
@@ -70,7 +53,10 @@ export class NegotiateController extends Controller {
    * @param idempotencyKey 1 to 255 visible ASCII characters, unique per request you mean to make once.
    */
   @Post('{conversationId}/negotiate')
-  @SuccessResponse<ReplayHeaders>(200, 'The action ran (or, with dryRun, would run)')
+  @SuccessResponse<{
+    /** `true` when this answer is the kept outcome of an earlier request with the same Idempotency-Key. */
+    'Idempotent-Replayed'?: string;
+  }>(200, 'The action ran (or, with dryRun, would run)')
   @Response<NegotiationResult>(
     400,
     'invalid_args: args fail the action input schema, hold NUL, lone surrogates or nesting over 64 levels, or a bad upgrade level',
@@ -83,8 +69,10 @@ export class NegotiateController extends Controller {
   )
   @Response<NegotiationResult>(404, 'no_tool, unknown_tool or resource_not_found')
   @Response<Problem>(404, 'A conversation the caller may not see (not_found, problem+json)')
-  @Response<NegotiationResult>(409, 'ambiguous_action or resource_exists')
-  @Response<Problem>(409, 'A request with this Idempotency-Key is still running (conflict, problem+json)')
+  @Response<NegotiationResult>(
+    409,
+    'ambiguous_action or resource_exists; or, as problem+json conflict, a request with this Idempotency-Key still running',
+  )
   @Response<Problem>(422, 'This Idempotency-Key was used with another body (idempotency_key_reused, problem+json)')
   @Response<NegotiationResult>(413, 'resource_too_large')
   @Response<NegotiationResult>(500, 'tool_error: the tool threw')

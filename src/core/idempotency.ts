@@ -28,7 +28,7 @@ import { createHash } from 'node:crypto';
 import { AppError } from './errors';
 import type { NegotiateRequest, NegotiationResult } from './negotiation';
 import type { Transaction, UnitOfWork, UnitsOfWork } from './ports';
-import { type Principal, principalKey } from './principal';
+import { type Principal, notFound, principalKey } from './principal';
 
 /** How long an outcome is kept (and a key stays taken). */
 export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
@@ -119,7 +119,12 @@ export interface IdempotencyDeps {
   store: IdempotencyStore;
   units: UnitsOfWork;
   /** negotiate itself, with the keeper its action's unit of work uses. */
-  negotiate(p: Principal, conversationId: string, req: NegotiateRequest, keeper: OutcomeKeeper): Promise<NegotiationResult>;
+  negotiate(
+    p: Principal,
+    conversationId: string,
+    req: NegotiateRequest,
+    keeper: OutcomeKeeper,
+  ): Promise<NegotiationResult>;
   /** The transport's status for an outcome (kept with it). */
   statusOf(result: NegotiationResult): number;
 }
@@ -154,16 +159,22 @@ export class IdempotentNegotiation {
     this.timer = undefined;
   }
 
-  async negotiate(p: Principal, conversationId: string, req: NegotiateRequest, key: string): Promise<IdempotentOutcome> {
+  async negotiate(
+    p: Principal,
+    conversationId: string,
+    req: NegotiateRequest,
+    key: string,
+  ): Promise<IdempotentOutcome> {
     // An agent's key names its one conversation: refused before any statement, as without a key.
     if (p.role === 'agent' && p.conversationId !== conversationId) {
-      throw new AppError('not_found', `Conversation not found: ${conversationId}`);
+      throw notFound(conversationId);
     }
     const ref: IdempotencyRef = { conversationId, principal: principalKey(p), key };
     const digest = requestDigest(req);
     const kept = await this.deps.store.find(ref);
     if (kept) return this.replay(kept, digest);
-    const { store, units, statusOf } = this.deps;
+    const { store, units } = this.deps;
+    const statusOf = (r: NegotiationResult): number => this.deps.statusOf(r);
     const keeper: OutcomeKeeper = {
       open: async () => {
         const unit = units.start();
