@@ -38,7 +38,7 @@ const CLAIM = `
   SELECT l.locked, EXISTS (SELECT 1 FROM claimed) AS claimed FROM l`;
 
 const KEEP = `
-  UPDATE idempotency_keys SET status = $4, body = $5::jsonb
+  UPDATE idempotency_keys SET status = $4, body = $5::json
   WHERE conversation_id = $1 AND principal = $2 AND key = $3`;
 
 const PURGE = `DELETE FROM idempotency_keys WHERE created_at < now() - ${TTL}`;

@@ -13,6 +13,7 @@ const ALL = [
   '20260102000000_m5_tool_permissions_and_shared_context',
   '20260102000100_m5_migrate_m4_permissions',
   '20260301000000_identity',
+  '20260402000000_idempotency',
 ];
 
 async function query<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
@@ -57,6 +58,7 @@ describe('db:migrate', () => {
       '_prisma_migrations',
       'api_keys',
       'conversations',
+      'idempotency_keys',
       'permission_history',
       'resources',
       'tool_permissions',

@@ -84,6 +84,8 @@ describe('replay', () => {
       expect(again.status).toBe(200);
       expect(again.headers['idempotent-replayed']).toBe('true');
       expect(again.body).toEqual(first.body);
+      // The same text, key order included.
+      expect(again.text).toBe(first.text);
     }
     // The same body with its keys in another order is the same request (canonical JSON).
     const reordered = await request(base)

@@ -4,7 +4,9 @@
 -- The row is inserted (the claim, status and body still null) inside the
 -- action's transaction and completed before it commits, so a committed row
 -- always holds an outcome, and an action whose transaction rolls back leaves
--- no row. Rows older than 24 hours are ignored on lookup and purged.
+-- no row. Rows older than 24 hours are ignored on lookup and purged. The
+-- body is \`json\`, not \`jsonb\`: a replay answers the kept text as it was,
+-- key order included.
 
 -- CreateTable
 CREATE TABLE "idempotency_keys" (
@@ -13,7 +15,7 @@ CREATE TABLE "idempotency_keys" (
     "key" TEXT NOT NULL,
     "request_digest" TEXT NOT NULL,
     "status" INTEGER,
-    "body" JSONB,
+    "body" JSON,
     "created_at" TIMESTAMPTZ(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
 
     CONSTRAINT "idempotency_keys_pkey" PRIMARY KEY ("conversation_id","principal","key")
