@@ -57,6 +57,7 @@ async function main(): Promise<void> {
   applyHttpTimeouts(server, config); // before listen: see applyHttpTimeouts
   const closeResources = async (): Promise<void> => {
     services.authenticator.stop();
+    services.approvals.stopSweeper();
     await registry.close();
     await db.close();
     await dbServer.close();
@@ -99,6 +100,7 @@ async function main(): Promise<void> {
     throw err;
   }
   services.authenticator.start();
+  services.approvals.startSweeper();
   started = true;
   logger.info('Database ready');
 }
