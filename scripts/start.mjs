@@ -15,7 +15,14 @@ const entry = join(root, 'dist', 'src', 'server.js');
 const stamp = join(root, 'dist', '.build-stamp');
 
 const INPUT_DIRS = ['src', 'tools'];
-const INPUT_FILES = ['prisma/schema.prisma', 'tsoa.json', 'tsoa-routes.cjs', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json'];
+const INPUT_FILES = [
+  'prisma/schema.prisma',
+  'tsoa.json',
+  'tsoa-routes.cjs',
+  'package-lock.json',
+  'tsconfig.json',
+  'tsconfig.build.json',
+];
 // Written by the build itself (prisma generate, tsoa routes), so not an input of it.
 const GENERATED = join(root, 'src', 'generated');
 

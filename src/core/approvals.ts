@@ -41,7 +41,6 @@ export interface Approval {
   reason: string | null;
 }
 
-
 export interface ApprovalRequest {
   conversationId: string;
   kind: ApprovalKind;
@@ -74,7 +73,13 @@ export interface ApprovalStore {
   /** Marks an approved `once` approval used inside `tx` (rolled back with it); false when another retry took it or it lapsed. */
   claim(id: string, tx: Transaction): Promise<boolean>;
   /** The same for an agent's `upgrade:`: the approval used and the level set (history row by `actor`) in one transaction. */
-  claimUpgrade(id: string, conversationId: string, tool: string, level: Level, actor: string): Promise<LevelChange | undefined>;
+  claimUpgrade(
+    id: string,
+    conversationId: string,
+    tool: string,
+    level: Level,
+    actor: string,
+  ): Promise<LevelChange | undefined>;
   /** Expires lapsed requests and ends due grants (history row by `expiry`); safe on every replica at once. */
   sweep(): Promise<{ expired: number; reverted: number }>;
 }
@@ -137,7 +142,10 @@ export class ApprovalService {
 
   /** Records (or reuses) the request for a refused call and returns what the refusal carries. */
   async record(p: Principal, r: Omit<ApprovalRequest, 'requestedBy' | 'argsDigest'>): Promise<ApprovalRef> {
-    const a = await this.store.request({ ...r, argsDigest: argsDigest(r.args), requestedBy: actorOf(p) }, this.opts.ttlSeconds);
+    const a = await this.store.request(
+      { ...r, argsDigest: argsDigest(r.args), requestedBy: actorOf(p) },
+      this.opts.ttlSeconds,
+    );
     return { id: a.id, status: 'pending', expiresAt: a.expiresAt ?? Date.now() };
   }
 
@@ -145,7 +153,12 @@ export class ApprovalService {
   async checkRetry(conversationId: string, approvalId: string, call: RetriedCall): Promise<RetryVerdict> {
     const a = await this.store.get(conversationId, approvalId);
     if (!a) return { refusal: fail('approval_not_found', `Approval not found: ${approvalId.slice(0, 128)}`) };
-    if (a.kind !== call.kind || a.tool !== call.tool || a.action !== call.action || a.argsDigest !== argsDigest(call.args)) {
+    if (
+      a.kind !== call.kind ||
+      a.tool !== call.tool ||
+      a.action !== call.action ||
+      a.argsDigest !== argsDigest(call.args)
+    ) {
       return {
         refusal: fail(
           'approval_mismatch',
@@ -204,7 +217,13 @@ export class ApprovalService {
   /** The owner and admins read any; an agent the ones it requested. */
   async get(p: Principal, conversationId: string, approvalId: string): Promise<Approval> {
     if (p.role === 'agent') {
-      checkConversationAccess(p, conversationId, await this.owners.owner(conversationId), 'negotiate', 'read approvals');
+      checkConversationAccess(
+        p,
+        conversationId,
+        await this.owners.owner(conversationId),
+        'negotiate',
+        'read approvals',
+      );
     } else {
       await this.checkManage(p, conversationId, 'read approvals');
     }
@@ -225,7 +244,11 @@ export class ApprovalService {
     const decision: Decision =
       body.scope === 'once'
         ? { scope: 'once', by, expiresInSeconds: body.expiresInSeconds ?? this.opts.ttlSeconds }
-        : { scope: 'conversation', by, ...(body.expiresInSeconds !== undefined ? { expiresInSeconds: body.expiresInSeconds } : {}) };
+        : {
+            scope: 'conversation',
+            by,
+            ...(body.expiresInSeconds !== undefined ? { expiresInSeconds: body.expiresInSeconds } : {}),
+          };
     return decided(await this.store.approve(conversationId, approvalId, decision), approvalId);
   }
 
@@ -279,7 +302,10 @@ function approvalNotFound(id: string): AppError {
 function decided(outcome: DecisionOutcome, approvalId: string): Approval {
   if (outcome === 'not_found') throw approvalNotFound(approvalId);
   if (outcome === 'not_pending') {
-    throw new AppError('conflict', `Approval ${approvalId} is not pending: only a pending request can be approved or rejected`);
+    throw new AppError(
+      'conflict',
+      `Approval ${approvalId} is not pending: only a pending request can be approved or rejected`,
+    );
   }
   return outcome;
 }

@@ -134,9 +134,7 @@ export class SqlApprovalStore implements ApprovalStore {
       );
       if (res.rows[0]) return toApproval(res.rows[0]);
       if (attempt === 3) throw new Error('An approval request could neither be recorded nor read');
-      await translated(
-        this.pool.query(EXPIRE_LAPSED_CALL, [r.conversationId, r.kind, r.tool, r.action, r.argsDigest]),
-      );
+      await translated(this.pool.query(EXPIRE_LAPSED_CALL, [r.conversationId, r.kind, r.tool, r.action, r.argsDigest]));
     }
   }
 
@@ -167,13 +165,23 @@ export class SqlApprovalStore implements ApprovalStore {
       const a = await this.lockPending(c, conversationId, id);
       if (typeof a === 'string') return a;
       if (d.scope === 'once') {
-        return this.decide(c, id, `status = 'approved', scope = 'once', decided_by = $2, decided_at = now(),
-          expires_at = now() + make_interval(secs => $3)`, [d.by, d.expiresInSeconds]);
+        return this.decide(
+          c,
+          id,
+          `status = 'approved', scope = 'once', decided_by = $2, decided_at = now(),
+          expires_at = now() + make_interval(secs => $3)`,
+          [d.by, d.expiresInSeconds],
+        );
       }
       // A call's approval raises the level (never lowers it); an upgrade's sets the level it asked for.
       const grantEnds = await this.grant(c, a, d);
-      return this.decide(c, id, `status = 'approved', scope = 'conversation', decided_by = $2, decided_at = now(),
-          expires_at = $3`, [d.by, grantEnds]);
+      return this.decide(
+        c,
+        id,
+        `status = 'approved', scope = 'conversation', decided_by = $2, decided_at = now(),
+          expires_at = $3`,
+        [d.by, grantEnds],
+      );
     });
   }
 
@@ -215,7 +223,11 @@ export class SqlApprovalStore implements ApprovalStore {
     return { expired: requests.rowCount ?? 0, reverted: grants.rowCount ?? 0 };
   }
 
-  private async lockPending(c: Queryable, conversationId: string, id: string): Promise<Approval | 'not_found' | 'not_pending'> {
+  private async lockPending(
+    c: Queryable,
+    conversationId: string,
+    id: string,
+  ): Promise<Approval | 'not_found' | 'not_pending'> {
     const res = await c.query<ApprovalRow>(
       `SELECT ${COLUMNS} FROM approvals WHERE id = $1 AND conversation_id = $2 FOR UPDATE`,
       [id, conversationId],
@@ -236,7 +248,14 @@ export class SqlApprovalStore implements ApprovalStore {
   /** The level change of a `conversation` approval; the grant's end (null: none). */
   private async grant(c: Queryable, a: Approval, d: Decision): Promise<Date | null> {
     const until = d.expiresInSeconds === undefined ? null : new Date(Date.now() + d.expiresInSeconds * 1000);
-    await setLevel(c, a.conversationId, a.tool, a.requiredLevel, d.by, until ? { until, raiseOnly: a.kind === 'call' } : { raiseOnly: a.kind === 'call' });
+    await setLevel(
+      c,
+      a.conversationId,
+      a.tool,
+      a.requiredLevel,
+      d.by,
+      until ? { until, raiseOnly: a.kind === 'call' } : { raiseOnly: a.kind === 'call' },
+    );
     return until;
   }
 

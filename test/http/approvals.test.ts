@@ -55,7 +55,9 @@ afterAll(async () => {
 type Body = Record<string, unknown>;
 
 function negotiate(token: string, conversationId: string, body: Body, target: unknown = app): supertest.Test {
-  return request(target as string, token).post(`/conversations/${conversationId}/negotiate`).send(body);
+  return request(target as string, token)
+    .post(`/conversations/${conversationId}/negotiate`)
+    .send(body);
 }
 
 const approvalsOf = (id: string): string => `/conversations/${id}/approvals`;
@@ -127,7 +129,9 @@ describe('a permission_required refusal', () => {
       scope: null,
       reason: null,
     });
-    const own = await request(app, agent.token).get(`${approvalsOf(id)}/${ref.id}`).expect(200);
+    const own = await request(app, agent.token)
+      .get(`${approvalsOf(id)}/${ref.id}`)
+      .expect(200);
     expect(own.body.id).toBe(ref.id);
   });
 
@@ -195,7 +199,10 @@ describe('approve once', () => {
       .expect(201);
     const update = { action: 'update-resource', args: { name: 'doc', data: { v: 1 } } };
     const ref = await refuse(agent.token, id, update);
-    await request(app, alice.token).post(`${approvalsOf(id)}/${ref.id}/approve`).send({ scope: 'once' }).expect(200);
+    await request(app, alice.token)
+      .post(`${approvalsOf(id)}/${ref.id}/approve`)
+      .send({ scope: 'once' })
+      .expect(200);
 
     const results = await Promise.all(
       Array.from({ length: 10 }, () => negotiate(agent.token, id, { ...update, approvalId: ref.id })),
@@ -211,7 +218,10 @@ describe('approve once', () => {
     const { id, agent } = await setup();
     const call = { action: 'update-resource', args: { name: 'missing', data: 1 } };
     const ref = await refuse(agent.token, id, call);
-    await request(app, alice.token).post(`${approvalsOf(id)}/${ref.id}/approve`).send({ scope: 'once' }).expect(200);
+    await request(app, alice.token)
+      .post(`${approvalsOf(id)}/${ref.id}/approve`)
+      .send({ scope: 'once' })
+      .expect(200);
     const failed = await negotiate(agent.token, id, { ...call, approvalId: ref.id });
     expect(failed.body.code).toBe('resource_not_found');
     expect((await request(app, alice.token).get(`${approvalsOf(id)}/${ref.id}`)).body.status).toBe('approved');
@@ -225,9 +235,15 @@ describe('a retry with an approvalId', () => {
     const pending = await negotiate(agent.token, id, { ...CREATE('m1'), approvalId: ref.id });
     expect(pending.status).toBe(403);
     expect(pending.body).toEqual(
-      expect.objectContaining({ code: 'permission_required', approval: { id: ref.id, status: 'pending', expiresAt: ref.expiresAt } }),
+      expect.objectContaining({
+        code: 'permission_required',
+        approval: { id: ref.id, status: 'pending', expiresAt: ref.expiresAt },
+      }),
     );
-    await request(app, alice.token).post(`${approvalsOf(id)}/${ref.id}/approve`).send({ scope: 'once' }).expect(200);
+    await request(app, alice.token)
+      .post(`${approvalsOf(id)}/${ref.id}/approve`)
+      .send({ scope: 'once' })
+      .expect(200);
 
     const otherArgs = await negotiate(agent.token, id, { ...CREATE('m2'), approvalId: ref.id });
     expect([otherArgs.status, otherArgs.body.code]).toEqual([409, 'approval_mismatch']);
@@ -258,12 +274,22 @@ describe('a retry with an approvalId', () => {
     expect([retry.status, retry.body.code]).toEqual([403, 'approval_rejected']);
     expect(retry.body.error).toContain('not on a Friday');
     expectProblem(
-      await request(app, alice.token).post(`${approvalsOf(id)}/${ref.id}/approve`).send({ scope: 'once' }),
+      await request(app, alice.token)
+        .post(`${approvalsOf(id)}/${ref.id}/approve`)
+        .send({ scope: 'once' }),
       409,
       'conflict',
     );
-    expectProblem(await request(app, alice.token).post(`${approvalsOf(id)}/${ref.id}/reject`).send({}), 409, 'conflict');
-    const filtered = await request(app, alice.token).get(`${approvalsOf(id)}?status=rejected`).expect(200);
+    expectProblem(
+      await request(app, alice.token)
+        .post(`${approvalsOf(id)}/${ref.id}/reject`)
+        .send({}),
+      409,
+      'conflict',
+    );
+    const filtered = await request(app, alice.token)
+      .get(`${approvalsOf(id)}?status=rejected`)
+      .expect(200);
     expect(filtered.body.approvals.map((a: { id: string }) => a.id)).toEqual([ref.id]);
     expect((await request(app, alice.token).get(`${approvalsOf(id)}?status=pending`)).body.approvals).toEqual([]);
     expectProblem(await request(app, alice.token).get(`${approvalsOf(id)}?status=maybe`), 400, 'validation_failed');
@@ -281,7 +307,9 @@ describe('a retry with an approvalId', () => {
     const retry = await negotiate(agent.token, id, { ...CREATE('e1'), approvalId: ref.id });
     expect([retry.status, retry.body.code]).toEqual([403, 'approval_expired']);
     expectProblem(
-      await request(app, alice.token).post(`${approvalsOf(id)}/${ref.id}/approve`).send({ scope: 'once' }),
+      await request(app, alice.token)
+        .post(`${approvalsOf(id)}/${ref.id}/approve`)
+        .send({ scope: 'once' }),
       409,
       'conflict',
     );
@@ -295,23 +323,37 @@ describe('who may decide', () => {
     const { id, agent } = await setup();
     const ref = await refuse(agent.token, id, CREATE('w1'));
     expectProblem(
-      await request(app, agent.token).post(`${approvalsOf(id)}/${ref.id}/approve`).send({ scope: 'once' }),
+      await request(app, agent.token)
+        .post(`${approvalsOf(id)}/${ref.id}/approve`)
+        .send({ scope: 'once' }),
       403,
       'forbidden',
     );
-    expectProblem(await request(app, agent.token).post(`${approvalsOf(id)}/${ref.id}/reject`).send({}), 403, 'forbidden');
+    expectProblem(
+      await request(app, agent.token)
+        .post(`${approvalsOf(id)}/${ref.id}/reject`)
+        .send({}),
+      403,
+      'forbidden',
+    );
     expectProblem(await request(app, agent.token).get(approvalsOf(id)), 403, 'forbidden');
     for (const res of [
       await request(app, bob.token).get(approvalsOf(id)),
       await request(app, bob.token).get(`${approvalsOf(id)}/${ref.id}`),
-      await request(app, bob.token).post(`${approvalsOf(id)}/${ref.id}/approve`).send({ scope: 'once' }),
-      await request(app, bob.token).post(`${approvalsOf(id)}/${ref.id}/reject`).send({}),
+      await request(app, bob.token)
+        .post(`${approvalsOf(id)}/${ref.id}/approve`)
+        .send({ scope: 'once' }),
+      await request(app, bob.token)
+        .post(`${approvalsOf(id)}/${ref.id}/reject`)
+        .send({}),
     ]) {
       expectProblem(res, 404, 'not_found');
     }
     expectProblem(await request(app, alice.token).get(`${approvalsOf(id)}/apr_unknown`), 404, 'not_found');
     expectProblem(
-      await request(app, alice.token).post(`${approvalsOf(id)}/${ref.id}/approve`).send({ scope: 'forever' }),
+      await request(app, alice.token)
+        .post(`${approvalsOf(id)}/${ref.id}/approve`)
+        .send({ scope: 'forever' }),
       400,
       'validation_failed',
     );
@@ -379,11 +421,16 @@ describe("an agent's upgrade:", () => {
   it('records a request of kind upgrade; approved once, the retry applies it once', async () => {
     const { id, agent } = await setup();
     const ref = await refuse(agent.token, id, { action: 'upgrade:data-tool:level-2' });
-    const got = await request(app, alice.token).get(`${approvalsOf(id)}/${ref.id}`).expect(200);
+    const got = await request(app, alice.token)
+      .get(`${approvalsOf(id)}/${ref.id}`)
+      .expect(200);
     expect(got.body).toEqual(
       expect.objectContaining({ kind: 'upgrade', tool: 'data-tool', requiredLevel: 2, currentLevel: 1 }),
     );
-    await request(app, alice.token).post(`${approvalsOf(id)}/${ref.id}/approve`).send({ scope: 'once' }).expect(200);
+    await request(app, alice.token)
+      .post(`${approvalsOf(id)}/${ref.id}/approve`)
+      .send({ scope: 'once' })
+      .expect(200);
     const applied = await negotiate(agent.token, id, { action: 'upgrade:data-tool:level-2', approvalId: ref.id });
     expect(applied.status).toBe(200);
     expect(applied.body.output).toEqual({ tool: 'data-tool', level: 2, previousLevel: 1 });
