@@ -27,7 +27,10 @@ export interface ApprovalView {
   requestedBy: string;
   /** A pending request past its expiresAt reads `expired`. */
   status: ApprovalStatusValue;
-  /** Epoch milliseconds. */
+  /**
+   * Epoch milliseconds.
+   * @isLong
+   */
   createdAt: number;
   /**
    * Epoch milliseconds. Pending: when the request lapses (APPROVAL_TTL_SECONDS);
@@ -37,6 +40,10 @@ export interface ApprovalView {
    */
   expiresAt: number | null;
   decidedBy: string | null;
+  /**
+   * Epoch milliseconds, or null while pending.
+   * @isLong
+   */
   decidedAt: number | null;
   scope: 'once' | 'conversation' | null;
   /** A rejection's reason. */

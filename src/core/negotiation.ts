@@ -9,7 +9,10 @@ import type { Alignment } from './tool-interface';
 export interface ApprovalRef {
   id: string;
   status: 'pending';
-  /** Epoch milliseconds: the request lapses then. */
+  /**
+   * Epoch milliseconds: the request lapses then.
+   * @isLong
+   */
   expiresAt: number;
 }
 

@@ -417,6 +417,32 @@ describe('approve for the conversation', () => {
   });
 });
 
+describe('a lapsed pending request no sweep has marked yet', () => {
+  it('reads as expired, answers approval_expired, and a new refusal records a new request', async () => {
+    t.services.approvals.stopSweeper();
+    replica.services.approvals.stopSweeper();
+    try {
+      const { id, agent } = await setup();
+      const ref = await refuse(agent.token, id, CREATE('l1'));
+      await t.db.pool.query("UPDATE approvals SET expires_at = now() - interval '1 second' WHERE id = $1", [ref.id]);
+      const [{ status }] = (await t.db.pool.query('SELECT status FROM approvals WHERE id = $1', [ref.id])).rows;
+      expect(status).toBe('pending');
+      expect((await request(app, alice.token).get(`${approvalsOf(id)}/${ref.id}`)).body.status).toBe('expired');
+      const retry = await negotiate(agent.token, id, { ...CREATE('l1'), approvalId: ref.id });
+      expect([retry.status, retry.body.code]).toEqual([403, 'approval_expired']);
+      const fresh = await refuse(agent.token, id, CREATE('l1'));
+      expect(fresh.id).not.toBe(ref.id);
+      const statuses = (await request(app, alice.token).get(approvalsOf(id))).body.approvals.map(
+        (a: { status: string }) => a.status,
+      );
+      expect(statuses).toEqual(['pending', 'expired']);
+    } finally {
+      t.services.approvals.startSweeper();
+      replica.services.approvals.startSweeper();
+    }
+  });
+});
+
 describe("an agent's upgrade:", () => {
   it('records a request of kind upgrade; approved once, the retry applies it once', async () => {
     const { id, agent } = await setup();
