@@ -4,17 +4,22 @@
  *   (a) fetch the definitions in OpenAI format (what a real loop hands the model),
  *   (b) check the model only called tools it was offered,
  *   (c) route each call through POST /conversations/{id}/negotiate,
- *   (d) on `permission_required`, let the conversation's owner approve with
- *       PUT /conversations/{id}/permissions/{tool} and retry once,
+ *   (d) on `permission_required`, let the conversation's owner approve that
+ *       exact call once (POST /conversations/{id}/approvals/{approvalId}/approve
+ *       with scope "once") and retry it once with the approval's id,
  *   (e) feed each result back as a `tool` message.
  *
  * Every request carries `Authorization: Bearer TOKEN`. The token is the
  * conversation owner's (a user's or an admin's API key): the loop approves
- * upgrades itself, which an agent key may not do.
+ * calls itself, which an agent key may not do. Each negotiate attempt sends
+ * an `Idempotency-Key` (a new one per attempt: the retry's body differs, it
+ * carries the approvalId), so a network retry of one attempt never runs the
+ * tool twice.
  *
  *   TOKEN=... npx tsx examples/agent-loop.ts --base-url http://localhost:3000 \
  *     --transcript examples/transcripts/pipeline.json [--conversation my-id]
  */
+import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 
@@ -41,6 +46,8 @@ export interface NegotiationResult {
   code?: string;
   requiresApproval?: boolean;
   approvalReason?: string;
+  /** On permission_required: the approval request recorded for exactly this call. */
+  approval?: { id: string; status: 'pending'; expiresAt: number };
   alignment?: 'aligned' | 'agnostic' | 'contradiction';
   routing?: { tool: string; action: string; confidence: number; explicit: boolean };
 }
@@ -63,10 +70,11 @@ export interface ToolResult {
   result: NegotiationResult;
 }
 
+/** An approval the owner gave: that one call, once. */
 export interface Approval {
+  id: string;
   tool: string;
-  level: number;
-  previousLevel: number;
+  action: string;
   reason: string;
 }
 
@@ -77,7 +85,7 @@ export interface AgentLoopOptions {
   conversationId: string;
   transcript: Transcript;
   log?: (line: string) => void;
-  /** The owner's decision on a permission upgrade; the default approves. */
+  /** The owner's decision on a refused call; the default approves it (once). */
   approve?: (reason: string) => Promise<boolean>;
   /** With a limit, only the `limit` actions most relevant to the user's request are offered. */
   limit?: number;
@@ -104,8 +112,9 @@ async function http<T>(
   url: string,
   token: string,
   body?: unknown,
+  extraHeaders: Record<string, string> = {},
 ): Promise<{ status: number; body: T }> {
-  const auth = { authorization: `Bearer ${token}` };
+  const auth = { authorization: `Bearer ${token}`, ...extraHeaders };
   const res = await fetch(url, {
     method,
     headers: body === undefined ? auth : { ...auth, 'content-type': 'application/json' },
@@ -137,23 +146,12 @@ export function negotiate(
   conversationId: string,
   action: string,
   args: Record<string, unknown>,
+  approvalId?: string,
 ) {
   const url = `${baseUrl}/conversations/${encodeURIComponent(conversationId)}/negotiate`;
-  return http<NegotiationResult>('POST', url, token, { action, args });
-}
-
-/** The level the refused action needs: from the approval reason, else from GET /tools/{tool}. */
-async function requiredLevel(baseUrl: string, token: string, result: NegotiationResult): Promise<number> {
-  const stated = /needs level (\d)/.exec(result.approvalReason ?? '');
-  if (stated?.[1]) return Number(stated[1]);
-  const tool = await http<{ actions: { name: string; level: number }[] }>(
-    'GET',
-    `${baseUrl}/tools/${result.routing?.tool}`,
-    token,
-  );
-  const level = tool.body.actions.find((a) => a.name === result.routing?.action)?.level;
-  if (level === undefined) throw new Error(`Cannot tell which level ${result.routing?.tool} needs`);
-  return level;
+  const body = approvalId === undefined ? { action, args } : { action, args, approvalId };
+  // One key per attempt: resending this very request (after a timeout, say) replays its outcome.
+  return http<NegotiationResult>('POST', url, token, body, { 'Idempotency-Key': randomUUID() });
 }
 
 export async function runAgentLoop(options: AgentLoopOptions) {
@@ -198,19 +196,20 @@ export async function runAgentLoop(options: AgentLoopOptions) {
       let res = await negotiate(baseUrl, token, conversationId, name, args);
       toolResults.push({ callId: call.id, name, status: res.status, result: res.body });
 
-      // (d) Only the conversation's owner may raise a tool's level: the model cannot.
-      if (res.body.code === 'permission_required' && res.body.routing) {
+      // (d) Only the conversation's owner may approve: the model cannot. The approval covers
+      // exactly this call (tool, action, args), once; the tool's level stays as it was.
+      const pending = res.body.code === 'permission_required' ? res.body.approval : undefined;
+      if (pending && res.body.routing) {
         const reason = res.body.approvalReason ?? res.body.error ?? '';
-        log(`service: ${reason}`);
+        log(`service: ${reason} (approval ${pending.id})`);
         if (await approve(reason)) {
-          const tool = res.body.routing.tool;
-          const level = await requiredLevel(baseUrl, token, res.body);
-          const url = `${baseUrl}/conversations/${encodeURIComponent(conversationId)}/permissions/${tool}`;
-          const change = await http<{ previousLevel: number }>('PUT', url, token, { level });
-          if (change.status !== 200) throw new Error(`Approval failed (${change.status})`);
-          approvals.push({ tool, level, previousLevel: change.body.previousLevel, reason });
-          log(`owner: approved ${tool} at level ${level}; retrying`);
-          res = await negotiate(baseUrl, token, conversationId, name, args);
+          const url = `${baseUrl}/conversations/${encodeURIComponent(conversationId)}/approvals/${pending.id}/approve`;
+          const decided = await http<{ status: string }>('POST', url, token, { scope: 'once' });
+          if (decided.status !== 200) throw new Error(`Approval failed (${decided.status})`);
+          const { tool, action } = res.body.routing;
+          approvals.push({ id: pending.id, tool, action, reason });
+          log(`owner: approved ${tool}/${action} once (${pending.id}); retrying`);
+          res = await negotiate(baseUrl, token, conversationId, name, args, pending.id);
           toolResults.push({ callId: call.id, name, status: res.status, result: res.body });
         }
       }

@@ -7,6 +7,7 @@ import { Authenticator, type AuthenticatorOptions } from './auth/authenticator';
 import { createJwtVerifier, looksLikeJwt } from './auth/jwt';
 import type { Config } from './config';
 import { ConversationAccess } from './core/access';
+import { ApprovalService } from './core/approvals';
 import { ConversationManager } from './core/conversation-manager';
 import { IdempotentNegotiation } from './core/idempotency';
 import { KeyService } from './core/keys';
@@ -14,6 +15,7 @@ import { ResourceService } from './core/resource-service';
 import { ToolCatalog } from './core/tool-catalog';
 import { ToolRegistry, type ToolRegistryOptions } from './core/tool-registry';
 import type { Database } from './db/database';
+import { SqlApprovalStore } from './db/approval-store';
 import { negotiationStatus } from './http/negotiate-status';
 import { openStores } from './db/stores';
 import type { Logger } from './logger';
@@ -40,7 +42,12 @@ export function wireServices(
   const catalog = new ToolCatalog(registry, config.routerMinConfidence);
   const stores = openStores(db);
   const resources = new ResourceService(stores.resources, stores.conversations, config.resourceMaxBytes);
+  const approvals = new ApprovalService(new SqlApprovalStore(db.pool), stores.conversations, {
+    ttlSeconds: config.approvalTtlSeconds,
+    logger: logger.child({ component: 'approvals' }),
+  });
   const manager = new ConversationManager({
+    approvals,
     decisions: stores.decisions,
     permissions: stores.permissions,
     conversations: stores.conversations,
@@ -68,7 +75,20 @@ export function wireServices(
     authOptions,
   );
   return {
-    services: { config, logger, db, stores, catalog, manager, idempotency, resources, access, keys, authenticator },
+    services: {
+      config,
+      logger,
+      db,
+      stores,
+      catalog,
+      manager,
+      idempotency,
+      resources,
+      access,
+      keys,
+      authenticator,
+      approvals,
+    },
     registry,
   };
 }

@@ -77,6 +77,8 @@ export const ZConfig = z.object({
   TRUST_PROXY: z.string().default('loopback, linklocal, uniquelocal'),
   /** Open MCP sessions one principal may hold on this replica. */
   MCP_MAX_SESSIONS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(100000).default(16),
+  /** A pending approval request lapses after this; an hour gives a person time to look. */
+  APPROVAL_TTL_SECONDS: z.coerce.number().int().min(1).max(31_536_000).default(3600),
 });
 
 /** Settings whose values never appear in a message. */
@@ -112,6 +114,7 @@ export interface Config {
   /** undefined: the default for the listening address (src/http/host-origin.ts). */
   allowedHosts: string[] | undefined;
   mcpMaxSessionsPerPrincipal: number;
+  approvalTtlSeconds: number;
   /** express's `trust proxy` setting. */
   trustProxy: boolean | number | string;
 }
@@ -188,6 +191,7 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     allowedOrigins: list(c.ALLOWED_ORIGINS) ?? [],
     allowedHosts: list(c.ALLOWED_HOSTS),
     mcpMaxSessionsPerPrincipal: c.MCP_MAX_SESSIONS_PER_PRINCIPAL,
+    approvalTtlSeconds: c.APPROVAL_TTL_SECONDS,
     trustProxy:
       c.TRUST_PROXY === 'true'
         ? true

@@ -58,6 +58,7 @@ async function main(): Promise<void> {
   const closeResources = async (): Promise<void> => {
     services.authenticator.stop();
     services.idempotency.stopPurge();
+    services.approvals.stopSweeper();
     await registry.close();
     await db.close();
     await dbServer.close();
@@ -101,6 +102,7 @@ async function main(): Promise<void> {
   }
   services.authenticator.start();
   services.idempotency.startPurge((err) => logger.warn({ err }, 'Purging expired idempotency keys failed'));
+  services.approvals.startSweeper();
   started = true;
   logger.info('Database ready');
 }

@@ -5,6 +5,7 @@
 import type { Authenticator } from './auth/authenticator';
 import type { Config } from './config';
 import type { ConversationAccess } from './core/access';
+import type { ApprovalService } from './core/approvals';
 import type { ConversationManager } from './core/conversation-manager';
 import type { IdempotentNegotiation } from './core/idempotency';
 import type { KeyService } from './core/keys';
@@ -28,6 +29,8 @@ export interface Services {
   /** Who may do what under /conversations/{id}. */
   access: ConversationAccess;
   keys: KeyService;
+  /** Approval requests, decisions, and the sweep of lapsed ones (started with the authenticator). */
+  approvals: ApprovalService;
   /** Bearer token → principal. */
   authenticator: Authenticator;
 }

@@ -24,8 +24,13 @@ export interface NegotiateBody {
    * @maxLength 64
    */
   tool?: string;
-  /** Route and decide permissions, but execute nothing. */
+  /** Route and decide permissions, but execute nothing (and record no approval request). */
   dryRun?: boolean;
+  /**
+   * Retry of a refused call under this approval (same action and args): a `once` approval lets it run once.
+   * @pattern ^[A-Za-z0-9:_-]{1,128}$
+   */
+  approvalId?: string;
 }
 
 @Route('conversations')
@@ -65,13 +70,13 @@ export class NegotiateController extends Controller {
   @Response<Problem>(401, 'No valid bearer token (problem+json)')
   @Response<NegotiationResult>(
     403,
-    "permission_required (requiresApproval; also an agent's upgrade:), denied by policy (contradiction), or level_ceiling (above an agent key's maxLevel)",
+    "permission_required (requiresApproval, with the approval request; also an agent's upgrade:), denied by policy (contradiction), level_ceiling (above an agent key's maxLevel, no approval), approval_expired, or approval_rejected (error gives the reason)",
   )
-  @Response<NegotiationResult>(404, 'no_tool, unknown_tool or resource_not_found')
+  @Response<NegotiationResult>(404, 'no_tool, unknown_tool, resource_not_found or approval_not_found')
   @Response<Problem>(404, 'A conversation the caller may not see (not_found, problem+json)')
   @Response<NegotiationResult>(
     409,
-    'ambiguous_action or resource_exists; or, as problem+json conflict, a request with this Idempotency-Key still running',
+    'ambiguous_action, resource_exists, approval_mismatch (the approval is for another call) or approval_used; or, as problem+json conflict, a request with this Idempotency-Key still running',
   )
   @Response<Problem>(422, 'This Idempotency-Key was used with another body (idempotency_key_reused, problem+json)')
   @Response<NegotiationResult>(413, 'resource_too_large')

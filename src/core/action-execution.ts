@@ -7,7 +7,7 @@
 import { AppError, isUnavailable } from './errors';
 import type { OutcomeKeeper } from './idempotency';
 import { fail, type NegotiationResult, type Routing } from './negotiation';
-import type { UnitsOfWork } from './ports';
+import type { Transaction, UnitsOfWork } from './ports';
 import type { ResourceService } from './resource-service';
 import { ConversationSharedContext } from './shared-context';
 import type { LoadedAction } from './tool-module';
@@ -20,6 +20,12 @@ export interface ExecutionDeps {
   exportDir: string;
   /** A tool call still running after this is answered with tool_error and its writes rolled back. */
   toolTimeoutMs: number;
+  /**
+   * For one call only: a statement made first in the action's transaction
+   * (consuming a `once` approval, src/core/approvals.ts), so a failing action
+   * rolls it back; a result refuses the call, nothing run.
+   */
+  claim?: (tx: Transaction) => Promise<NegotiationResult | undefined>;
 }
 
 export interface Decided {
@@ -65,7 +71,15 @@ export async function runAction(
   attempt = 1,
 ): Promise<NegotiationResult> {
   // Only a write-level action gets a unit of work: a read-level context without one refuses writes.
+  // With a key the unit begins before the handler (the key's claim is in it), whatever the level.
   const unit = keeper ? await keeper.open() : action.level === 1 ? undefined : deps.units.start();
+  if (deps.claim) {
+    // A read-level action without a key has no unit: its claim commits on its own (it has no writes to go with).
+    const claimUnit = unit ?? deps.units.start();
+    const refused = await claimIn(deps.claim, claimUnit);
+    if (refused) return { ...refused, ...decided };
+    if (!unit) await claimUnit.commit();
+  }
   const sharedContext = new ConversationSharedContext({
     conversationId,
     toolName: action.tool,
@@ -126,6 +140,21 @@ export async function runAction(
     if (domainError) throw domainError;
     deps.logger.error({ err, tool: action.tool, action: action.name, conversationId }, 'tool threw');
     return fail('tool_error', `Tool ${action.tool} failed while running ${action.name}`, decided);
+  }
+}
+
+/** Runs the claim in `unit`'s transaction; on a refusal or an error the unit is rolled back. */
+async function claimIn(
+  claim: NonNullable<ExecutionDeps['claim']>,
+  unit: ReturnType<UnitsOfWork['start']>,
+): Promise<NegotiationResult | undefined> {
+  try {
+    const refused = await claim(await unit.transaction());
+    if (refused) await unit.rollback();
+    return refused;
+  } catch (err) {
+    await unit.rollback();
+    throw err;
   }
 }
 

@@ -6,6 +6,7 @@
  * transports choose statuses.
  */
 import { checkInSandbox, runAction, type ExecutionDeps } from './action-execution';
+import type { ApprovalService } from './approvals';
 import type { OutcomeKeeper } from './idempotency';
 import { fail, type NegotiateRequest, type NegotiationResult, type Routing } from './negotiation';
 import { LEVEL_NAMES, effectiveLevel, isLevel } from './permissions';
@@ -24,6 +25,7 @@ export interface ConversationManagerDeps extends ExecutionDeps {
   decisions: DecisionStore;
   permissions: PermissionStore;
   conversations: ConversationStore;
+  approvals: ApprovalService;
 }
 
 export class ConversationManager {
@@ -90,7 +92,7 @@ export class ConversationManager {
       );
     }
     if (!snapshot.set.byName.has(tool)) return fail('unknown_tool', `Unknown tool: ${tool.slice(0, 64)}`);
-    if (p.role === 'agent') return this.agentUpgrade(p, conversationId, tool, level);
+    if (p.role === 'agent') return this.agentUpgrade(p, conversationId, tool, level, req);
     if (req.dryRun) {
       checkConversationAccess(p, conversationId, await this.ownerFor(p, conversationId, false), 'manage', 'upgrade');
       return { success: true, alignment: 'aligned' };
@@ -112,10 +114,31 @@ export class ConversationManager {
     conversationId: string,
     tool: string,
     level: Level,
+    req: NegotiateRequest,
   ): Promise<NegotiationResult> {
-    checkConversationAccess(p, conversationId, await this.ownerFor(p, conversationId, false), 'negotiate', 'negotiate');
+    // One read gives the owner (access) and the tool's current level (the approval request's).
+    const ctx = await this.deps.decisions.load(conversationId, tool, undefined);
+    checkConversationAccess(p, conversationId, ctx.exists ? ctx.owner : undefined, 'negotiate', 'negotiate');
     if (p.maxLevel !== undefined && level > p.maxLevel)
       return ceiling(p.maxLevel, `upgrade:${tool}:level-${level}`, level);
+    const action = `upgrade:${tool}:level-${level}`;
+    if (req.approvalId !== undefined) {
+      const verdict = await this.deps.approvals.checkRetry(conversationId, req.approvalId, {
+        kind: 'upgrade',
+        tool,
+        action,
+        args: {},
+      });
+      if ('refusal' in verdict) return { ...verdict.refusal, alignment: 'agnostic' };
+      if ('once' in verdict && !req.dryRun) {
+        const change = await this.deps.approvals.claimUpgrade(verdict.once, level);
+        if (!change) return fail('approval_used', `Approval ${verdict.once.id} was already used; it covered one run`);
+        return { success: true, output: change, alignment: 'aligned' };
+      }
+      if ('once' in verdict) return { success: true, alignment: 'aligned' };
+      // An approval for the conversation already set the level: asking again needs no new request.
+    }
+    const current = effectiveLevel(ctx.explicitLevel, ctx.legacyLevel).level;
     return fail(
       'permission_required',
       `Permission upgrade required: only the conversation's owner or an admin can set ${tool}'s level`,
@@ -124,6 +147,20 @@ export class ConversationManager {
         approvalReason:
           `Permission upgrade required: an agent asked to set ${tool} to level ${level} (${LEVEL_NAMES[level]}) ` +
           `in this conversation. The conversation owner (or an admin) can approve with upgrade:${tool}:level-${level}.`,
+        // A dry run records nothing (it executes nothing, and a what-if is no request).
+        ...(req.dryRun
+          ? {}
+          : {
+              approval: await this.deps.approvals.record(p, {
+                conversationId,
+                kind: 'upgrade',
+                tool,
+                action,
+                args: {},
+                requiredLevel: level,
+                currentLevel: current,
+              }),
+            }),
         alignment: 'agnostic',
       },
     );
@@ -207,10 +244,36 @@ export class ConversationManager {
       return { ...ceiling(p.maxLevel, action.qualifiedName, action.level), alignment, routing };
     }
     const current = effectiveLevel(ctx.explicitLevel, ctx.legacyLevel).level;
-    if (current < action.level) {
+    // A retry under an approval (API.md, Approvals): checked here, consumed in the action's transaction.
+    let claim: ExecutionDeps['claim'];
+    if (req.approvalId !== undefined) {
+      const verdict = await this.deps.approvals.checkRetry(conversationId, req.approvalId, {
+        kind: 'call',
+        tool: action.tool,
+        action: action.name,
+        args: req.args ?? {},
+      });
+      if ('refusal' in verdict) return { ...verdict.refusal, alignment, routing };
+      if ('once' in verdict) claim = this.deps.approvals.claimer(verdict.once);
+    }
+    if (current < action.level && !claim) {
       return fail('permission_required', `Permission upgrade required for ${action.qualifiedName}`, {
         requiresApproval: true,
         approvalReason: approvalReason(action.tool, action.name, action.level, current),
+        // A dry run records nothing (it executes nothing, and a what-if is no request).
+        ...(req.dryRun
+          ? {}
+          : {
+              approval: await this.deps.approvals.record(p, {
+                conversationId,
+                kind: 'call',
+                tool: action.tool,
+                action: action.name,
+                args: req.args ?? {},
+                requiredLevel: action.level,
+                currentLevel: current,
+              }),
+            }),
         alignment,
         routing,
       });
@@ -227,7 +290,8 @@ export class ConversationManager {
         : undefined;
       return problem ?? { success: true, alignment, routing };
     }
-    return runAction(this.deps, conversationId, action, parsed.value, { alignment, routing }, ctx.prefetched, keeper);
+    const deps = claim ? { ...this.deps, claim } : this.deps;
+    return runAction(deps, conversationId, action, parsed.value, { alignment, routing }, ctx.prefetched, keeper);
   }
 }
 

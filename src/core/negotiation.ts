@@ -5,11 +5,24 @@
  */
 import type { Alignment } from './tool-interface';
 
+/** The approval request a permission_required refusal recorded (API.md, Approvals). */
+export interface ApprovalRef {
+  id: string;
+  status: 'pending';
+  /**
+   * Epoch milliseconds: the request lapses then.
+   * @isLong
+   */
+  expiresAt: number;
+}
+
 export interface NegotiateRequest {
   action: string;
   args?: Record<string, unknown>;
   tool?: string;
   dryRun?: boolean;
+  /** The approval a retry of a refused call runs under (API.md, Approvals). */
+  approvalId?: string;
 }
 
 export interface Routing {
@@ -34,6 +47,12 @@ export const NEGOTIATION_CODES = [
   'resource_exists',
   'resource_too_large',
   'tool_error',
+  // Approvals: a retry carrying an approvalId.
+  'approval_not_found',
+  'approval_mismatch',
+  'approval_used',
+  'approval_expired',
+  'approval_rejected',
 ] as const;
 /** Why a negotiation failed, machine-readable (API.md, Negotiate). */
 export type NegotiationCode = (typeof NEGOTIATION_CODES)[number];
@@ -48,6 +67,8 @@ export interface NegotiationResult {
   code?: NegotiationCode;
   requiresApproval?: boolean;
   approvalReason?: string;
+  /** On permission_required: the approval request recorded for exactly this call. */
+  approval?: ApprovalRef;
   alignment?: Alignment;
   routing?: Routing;
 }

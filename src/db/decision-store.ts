@@ -7,14 +7,18 @@ import type { DecisionContext, DecisionStore } from '../core/ports';
 import { toResource, type ResourceRow } from './resource-store';
 import { prepared, type Queryable } from './sql';
 
+// A level granted until a time (an approval's, API.md Approvals) is not honoured past it, even before
+// the sweep (src/db/approval-store.ts) has put the previous level back: no round trip of its own.
+const LEVEL = 'CASE WHEN p.expires_at <= now() THEN p.revert_to ELSE p.level END AS level';
+
 const DECISION_SELECT = `
-  SELECT c.legacy_level, c.policy, c.owner, p.level
+  SELECT c.legacy_level, c.policy, c.owner, ${LEVEL}
   FROM conversations c LEFT JOIN tool_permissions p ON p.conversation_id = c.id AND p.tool = $2
   WHERE c.id = $1`;
 
 /** The same, plus the one resource a read action declared it will read. */
 const DECISION_SELECT_PREFETCH = `
-  SELECT c.legacy_level, c.policy, c.owner, p.level,
+  SELECT c.legacy_level, c.policy, c.owner, ${LEVEL},
          r.name, r.data, r.created_by, r.updated_by, r.created_at, r.updated_at, r.version
   FROM conversations c
   LEFT JOIN tool_permissions p ON p.conversation_id = c.id AND p.tool = $2
@@ -31,7 +35,7 @@ const DECISION_CREATE = `
     UNION ALL
     SELECT id, legacy_level, policy, owner FROM conversations WHERE id = $1
   )
-  SELECT conv.legacy_level, conv.policy, conv.owner, p.level
+  SELECT conv.legacy_level, conv.policy, conv.owner, ${LEVEL}
   FROM conv LEFT JOIN tool_permissions p ON p.conversation_id = conv.id AND p.tool = $2
   LIMIT 1`;
 

@@ -36,14 +36,15 @@ export class PrismaPermissionStore implements PermissionStore {
         }
         const current = await tx.toolPermission.findUnique({
           where: { conversationId_tool: { conversationId, tool } },
-          select: { level: true },
+          select: { level: true, expiresAt: true, revertTo: true },
         });
-        const previousLevel = effectiveLevel(current?.level, conv?.legacy_level).level;
+        const previousLevel = effectiveLevel(explicitLevelOf(current), conv?.legacy_level).level;
         const now = new Date();
         await tx.toolPermission.upsert({
           where: { conversationId_tool: { conversationId, tool } },
           create: { conversationId, tool, level, upgradedAt: now },
-          update: { level, upgradedAt: now },
+          // A level set by hand replaces any time-limited grant (approvals): it holds until changed.
+          update: { level, upgradedAt: now, expiresAt: null, revertTo: null },
         });
         await tx.permissionEvent.create({
           data: { conversationId, tool, fromLevel: previousLevel, toLevel: level, actor, at: now },
@@ -58,10 +59,18 @@ export class PrismaPermissionStore implements PermissionStore {
     const conv = await translated(
       this.prisma.conversation.findUnique({
         where: { id: conversationId },
-        select: { legacyLevel: true, permissions: { select: { tool: true, level: true, upgradedAt: true } } },
+        select: {
+          legacyLevel: true,
+          permissions: { select: { tool: true, level: true, upgradedAt: true, expiresAt: true, revertTo: true } },
+        },
       }),
     );
-    return conv ? { legacyLevel: conv.legacyLevel, explicit: conv.permissions } : undefined;
+    if (!conv) return undefined;
+    const explicit = conv.permissions.flatMap((p) => {
+      const level = explicitLevelOf(p);
+      return level === null ? [] : [{ tool: p.tool, level, upgradedAt: p.upgradedAt }];
+    });
+    return { legacyLevel: conv.legacyLevel, explicit };
   }
 
   async history(conversationId: string): Promise<PermissionEventView[] | undefined> {
@@ -84,4 +93,12 @@ export class PrismaPermissionStore implements PermissionStore {
       actor: e.actor,
     }));
   }
+}
+
+/** The explicit level as negotiate's decision sees it: a time-limited grant past its end is its previous level. */
+function explicitLevelOf(
+  p: { level: number; expiresAt: Date | null; revertTo: number | null } | null | undefined,
+): number | null {
+  if (!p) return null;
+  return p.expiresAt !== null && p.expiresAt.getTime() <= Date.now() ? p.revertTo : p.level;
 }

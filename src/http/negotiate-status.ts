@@ -17,6 +17,11 @@ export const NEGOTIATION_STATUS: Record<NegotiationCode, number> = {
   resource_exists: 409,
   resource_too_large: 413,
   tool_error: 500,
+  approval_not_found: 404,
+  approval_mismatch: 409,
+  approval_used: 409,
+  approval_expired: 403,
+  approval_rejected: 403,
 };
 
 export function negotiationStatus(result: NegotiationResult): number {

@@ -70,7 +70,11 @@ export function toolResult(result: NegotiationResult): CallToolResult {
   }
   const text =
     result.code === 'permission_required' && result.approvalReason
-      ? result.approvalReason
+      ? result.approval
+        ? // Named so a host can show it, and the owner approve it (API.md, Approvals).
+          `${result.approvalReason} Approval id: ${result.approval.id} (pending until ${new Date(result.approval.expiresAt).toISOString()}); ` +
+          `once approved, call again with _meta.approvalId = "${result.approval.id}".`
+        : result.approvalReason
       : (result.error ?? 'The action failed');
   return {
     isError: true,
@@ -78,6 +82,13 @@ export function toolResult(result: NegotiationResult): CallToolResult {
     // Machine-readable too: the code, and suggestions/candidates when negotiate gave them.
     structuredContent: { ...result },
   };
+}
+
+/** `_meta.approvalId`: undefined when absent, null when it is not an id. */
+function approvalIdOf(meta: Record<string, unknown> | undefined): string | undefined | null {
+  const id = meta?.approvalId;
+  if (id === undefined) return undefined;
+  return typeof id === 'string' && isValidId(id) ? id : null;
 }
 
 function refused(text: string): CallToolResult {
@@ -106,7 +117,8 @@ export function createConversationServer(services: Services, conversationId: str
       capabilities: { tools: { listChanged: true }, resources: {} },
       instructions:
         `Tools of the conversation ${conversationId}, named tool_action. A call needing a higher permission ` +
-        'level fails with the approval reason; only the conversation owner can upgrade (REST or negotiate).',
+        'level fails with the approval reason and an approval id; once the conversation owner approves it (REST), ' +
+        'call again with the same arguments and _meta.approvalId.',
     },
   );
 
@@ -122,13 +134,20 @@ export function createConversationServer(services: Services, conversationId: str
 
   server.setRequestHandler(CallToolRequestSchema, async (request) => {
     const { name, arguments: args } = request.params;
+    // A retry under an approval names it in the request's _meta (the args stay the action's own).
+    const approvalId = approvalIdOf(request.params._meta);
+    if (approvalId === null) return refused('_meta.approvalId must be an approval id (1 to 128 of A-Z a-z 0-9 : _ -)');
     if (isSpecialAction(name)) {
       return refused(
         `${name.slice(0, 64)} is not available over MCP: only the conversation owner upgrades or lists tools (REST or negotiate)`,
       );
     }
     try {
-      const result = await manager.negotiate(principal, conversationId, { action: name, args: args ?? {} });
+      const result = await manager.negotiate(principal, conversationId, {
+        action: name,
+        args: args ?? {},
+        ...(approvalId !== undefined ? { approvalId } : {}),
+      });
       return toolResult(result);
     } catch (err) {
       throw internal(err, 'tools/call');

@@ -13,6 +13,7 @@ const ALL = [
   '20260102000000_m5_tool_permissions_and_shared_context',
   '20260102000100_m5_migrate_m4_permissions',
   '20260301000000_identity',
+  '20260401000000_approvals',
   '20260402000000_idempotency',
 ];
 
@@ -57,6 +58,7 @@ describe('db:migrate', () => {
     expect(tables.map((t) => t.tablename)).toEqual([
       '_prisma_migrations',
       'api_keys',
+      'approvals',
       'conversations',
       'idempotency_keys',
       'permission_history',

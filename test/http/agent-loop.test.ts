@@ -87,17 +87,26 @@ describe('examples/agent-loop.ts with the pipeline transcript', () => {
     ]);
     expect(creates[0]?.result.requiresApproval).toBe(true);
     expect(creates[0]?.result.approvalReason).toMatch(/^Permission upgrade required/);
+    const approvalId = (creates[0]?.result as { approval?: { id: string } }).approval?.id;
     expect(approvals).toEqual([
-      { tool: 'data-tool', level: 2, previousLevel: 1, reason: creates[0]?.result.approvalReason },
+      { id: approvalId, tool: 'data-tool', action: 'create-resource', reason: creates[0]?.result.approvalReason },
     ]);
-    expect(lines).toContain(`service: ${creates[0]?.result.approvalReason}`);
+    expect(lines).toContain(`service: ${creates[0]?.result.approvalReason} (approval ${approvalId})`);
+    // Every negotiate attempt carried an Idempotency-Key of its own.
+    const keys = fetchSpy.mock.calls
+      .filter(([input]) => String(input instanceof Request ? input.url : input).endsWith('/negotiate'))
+      .map(([, init]) => new Headers(init?.headers).get('idempotency-key'));
+    expect(keys).toHaveLength(toolResults.length);
+    expect(new Set(keys).size).toBe(keys.length);
+    expect(keys.every((k) => typeof k === 'string' && k.length > 0)).toBe(true);
     expect(output('data-tool_create-resource')?.message).toBe('Resource created by data-tool');
 
-    // The approval is in the conversation's history, made by the principal of the loop's token (the test admin).
+    // The approval covered that one call: it is used, made by the loop's principal (the test admin), and
+    // the tool's level never moved.
+    const approval = await request(t.app).get(`/conversations/${conversationId}/approvals/${approvalId}`).expect(200);
+    expect(approval.body).toMatchObject({ status: 'used', scope: 'once', decidedBy: 'admin:admin' });
     const history = await request(t.app).get(`/conversations/${conversationId}/permissions/history`).expect(200);
-    expect(history.body.events).toEqual([
-      { tool: 'data-tool', fromLevel: 1, toLevel: 2, at: expect.any(Number), actor: 'admin:admin' },
-    ]);
+    expect(history.body.events).toEqual([]);
 
     // The resource exists, written by data-tool, and the read gave it back.
     const resource = await request(t.app).get(`/conversations/${conversationId}/resources/numbers`).expect(200);

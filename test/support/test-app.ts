@@ -38,6 +38,11 @@ export interface TestAppOptions {
    * own on that app's database (which stays that app's to close).
    */
   replicaOf?: TestApp;
+  /**
+   * Run the approvals sweep (lapsed requests, due grants) as the entry file
+   * does; off by default, so the other suites' query counts see none of it.
+   */
+  sweepApprovals?: boolean;
 }
 
 export async function createTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
@@ -62,6 +67,7 @@ export async function createTestApp(env: Record<string, string> = {}, options: T
   );
   await registry.load();
   services.authenticator.start();
+  if (options.sweepApprovals) services.approvals.startSweeper();
   const app = buildApp(services);
   return {
     app,
@@ -72,6 +78,7 @@ export async function createTestApp(env: Record<string, string> = {}, options: T
     logs,
     close: async () => {
       services.authenticator.stop();
+      services.approvals.stopSweeper();
       await registry.close();
       await db.close();
       if (!options.replicaOf) await database.close();

@@ -19,6 +19,12 @@ const API_MD: Record<NegotiationCode, number> = {
   resource_exists: 409,
   resource_too_large: 413,
   tool_error: 500,
+  // Approvals: a retry with an approvalId (unknown → 404; the name follows resource_not_found).
+  approval_not_found: 404,
+  approval_mismatch: 409,
+  approval_used: 409,
+  approval_expired: 403,
+  approval_rejected: 403,
 };
 
 it('maps every negotiate code, and nothing else, to its API.md status', () => {

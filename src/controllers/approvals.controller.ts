@@ -1,0 +1,143 @@
+import { Body, Controller, Get, Path, Post, Query, Request, Response, Route, Tags } from '@tsoa/runtime';
+import type { Request as ExRequest } from 'express';
+import { principalOf } from '../http/authenticate';
+import type { Problem } from '../http/problem';
+import type { Services } from '../services';
+import type { Id, JsonObject, PermissionLevel } from './types';
+
+export type ApprovalStatusValue = 'pending' | 'approved' | 'rejected' | 'expired' | 'used';
+
+/** A request for the owner's approval of exactly one refused call. */
+export interface ApprovalView {
+  id: string;
+  conversationId: string;
+  /** call: a refused action; upgrade: an agent's `upgrade:TOOL:level-N`. */
+  kind: 'call' | 'upgrade';
+  tool: string;
+  /** The action's name, or the special action `upgrade:TOOL:level-N`. */
+  action: string;
+  /** The args as the refused call sent them. */
+  args: JsonObject;
+  /** SHA-256 (hex) of the args' canonical JSON (keys sorted recursively, no whitespace). */
+  argsDigest: string;
+  requiredLevel: PermissionLevel;
+  /** The tool's effective level when the call was refused. */
+  currentLevel: PermissionLevel;
+  /** The principal whose call was refused: `agent:KEY_ID`, `user:SUBJECT`, `admin:SUBJECT`. */
+  requestedBy: string;
+  /** A pending request past its expiresAt reads `expired`. */
+  status: ApprovalStatusValue;
+  /**
+   * Epoch milliseconds.
+   * @isLong
+   */
+  createdAt: number;
+  /**
+   * Epoch milliseconds. Pending: when the request lapses (APPROVAL_TTL_SECONDS);
+   * approved `once`: until when the retry may come; approved `conversation`: when the
+   * granted level ends (null: it does not).
+   * @isLong
+   */
+  expiresAt: number | null;
+  decidedBy: string | null;
+  /**
+   * Epoch milliseconds, or null while pending.
+   * @isLong
+   */
+  decidedAt: number | null;
+  scope: 'once' | 'conversation' | null;
+  /** A rejection's reason. */
+  reason: string | null;
+}
+
+export interface ApprovalList {
+  /** Newest first (at most 500). */
+  approvals: ApprovalView[];
+}
+
+export interface ApproveBody {
+  /** once: that exact call may run once (the retry carries approvalId); conversation: the tool's level is raised. */
+  scope: 'once' | 'conversation';
+  /**
+   * conversation: the raised level returns to the previous one after this many seconds (absent: it stays).
+   * once: the retry must come within this (absent: APPROVAL_TTL_SECONDS).
+   * @isInt
+   * @minimum 1
+   * @maximum 31536000
+   */
+  expiresInSeconds?: number;
+}
+
+export interface RejectBody {
+  /**
+   * Shown to the caller whose retry is refused (approval_rejected).
+   * @maxLength 1000
+   */
+  reason?: string;
+}
+
+@Route('conversations/{id}/approvals')
+@Tags('Approvals')
+export class ApprovalsController extends Controller {
+  constructor(private readonly services: Services) {
+    super();
+  }
+
+  /** The conversation's approval requests, newest first (owner, admin). */
+  @Get()
+  @Response<Problem>(400, 'Malformed URL, an invalid id or an unknown status')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents may not list approvals')
+  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  public async listApprovals(
+    @Request() req: ExRequest,
+    @Path() id: Id,
+    @Query() status?: ApprovalStatusValue,
+  ): Promise<ApprovalList> {
+    return { approvals: await this.services.approvals.list(principalOf(req), id, status) };
+  }
+
+  /** One approval (owner, admin, and the agent whose call it was). */
+  @Get('{approvalId}')
+  @Response<Problem>(400, 'Malformed URL or an invalid id')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, "An agent reading another principal's approval")
+  @Response<Problem>(404, 'No such approval or conversation, or one the caller may not see')
+  public async getApproval(@Request() req: ExRequest, @Path() id: Id, @Path() approvalId: Id): Promise<ApprovalView> {
+    return this.services.approvals.get(principalOf(req), id, approvalId);
+  }
+
+  /** Approves a pending request (owner, admin; never an agent). */
+  @Post('{approvalId}/approve')
+  @Response<Problem>(400, 'Bad scope or expiresInSeconds')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents never approve')
+  @Response<Problem>(404, 'No such approval or conversation, or one the caller may not see')
+  @Response<Problem>(409, 'The approval is not pending (conflict)')
+  @Response<Problem>(415, 'Unsupported Content-Encoding or charset')
+  public async approve(
+    @Request() req: ExRequest,
+    @Path() id: Id,
+    @Path() approvalId: Id,
+    @Body() body: ApproveBody,
+  ): Promise<ApprovalView> {
+    return this.services.approvals.approve(principalOf(req), id, approvalId, body);
+  }
+
+  /** Rejects a pending request (owner, admin; never an agent); a retry then answers approval_rejected with the reason. */
+  @Post('{approvalId}/reject')
+  @Response<Problem>(400, 'Bad reason')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents never reject')
+  @Response<Problem>(404, 'No such approval or conversation, or one the caller may not see')
+  @Response<Problem>(409, 'The approval is not pending (conflict)')
+  @Response<Problem>(415, 'Unsupported Content-Encoding or charset')
+  public async reject(
+    @Request() req: ExRequest,
+    @Path() id: Id,
+    @Path() approvalId: Id,
+    @Body() body: RejectBody,
+  ): Promise<ApprovalView> {
+    return this.services.approvals.reject(principalOf(req), id, approvalId, body.reason);
+  }
+}

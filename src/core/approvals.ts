@@ -1,0 +1,317 @@
+/**
+ * Approvals (API.md, Approvals): a `permission_required` refusal records a
+ * request for exactly that call (tool, action, args digest); the owner
+ * approves it once (the retry carrying its id runs once) or for the
+ * conversation (the tool's level is raised, optionally for a time), or
+ * rejects it. The rules live here; the ApprovalStore port (src/db) keeps
+ * every state change a single decision of the database, so replicas and
+ * racing retries agree.
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { AppError } from './errors';
+import { type ApprovalRef, fail, type NegotiationResult } from './negotiation';
+import type { LevelChange, Transaction } from './ports';
+import { type Principal, actorOf, checkConversationAccess, forbidden, notFound } from './principal';
+import type { Level, ToolLogger } from './tool-interface';
+
+export type ApprovalKind = 'call' | 'upgrade';
+export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | 'used';
+export const APPROVAL_STATUSES: readonly ApprovalStatus[] = ['pending', 'approved', 'rejected', 'expired', 'used'];
+export type ApprovalScope = 'once' | 'conversation';
+
+export interface Approval {
+  id: string;
+  conversationId: string;
+  kind: ApprovalKind;
+  tool: string;
+  /** The action's name (`create-resource`), or for kind `upgrade` the special action (`upgrade:TOOL:level-N`). */
+  action: string;
+  args: Record<string, unknown>;
+  argsDigest: string;
+  requiredLevel: Level;
+  currentLevel: Level;
+  requestedBy: string;
+  status: ApprovalStatus;
+  createdAt: number;
+  /** Pending: when the request lapses; approved `once`: until when the retry may come; approved `conversation`: when the grant ends (null: never). */
+  expiresAt: number | null;
+  decidedBy: string | null;
+  decidedAt: number | null;
+  scope: ApprovalScope | null;
+  reason: string | null;
+}
+
+export interface ApprovalRequest {
+  conversationId: string;
+  kind: ApprovalKind;
+  tool: string;
+  action: string;
+  args: Record<string, unknown>;
+  argsDigest: string;
+  requiredLevel: Level;
+  currentLevel: Level;
+  requestedBy: string;
+}
+
+export type Decision =
+  | { scope: 'once'; by: string; expiresInSeconds: number }
+  | { scope: 'conversation'; by: string; expiresInSeconds?: number };
+
+/** What the database decides about an approval it was asked to change. */
+export type DecisionOutcome = Approval | 'not_found' | 'not_pending';
+
+export interface ApprovalStore {
+  /** Records the pending request, or returns the identical pending one (one statement decides, across replicas). */
+  request(r: ApprovalRequest, ttlSeconds: number): Promise<Approval>;
+  /** undefined when there is no such approval in that conversation. */
+  get(conversationId: string, id: string): Promise<Approval | undefined>;
+  /** Newest first; undefined when the conversation does not exist. */
+  list(conversationId: string, status: ApprovalStatus | undefined, limit: number): Promise<Approval[] | undefined>;
+  /** Approves a pending, unexpired request; `conversation` also sets the level (history row by `by`) in the same transaction. */
+  approve(conversationId: string, id: string, d: Decision): Promise<DecisionOutcome>;
+  reject(conversationId: string, id: string, by: string, reason: string | null): Promise<DecisionOutcome>;
+  /** Marks an approved `once` approval used inside `tx` (rolled back with it); false when another retry took it or it lapsed. */
+  claim(id: string, tx: Transaction): Promise<boolean>;
+  /** The same for an agent's `upgrade:`: the approval used and the level set (history row by `actor`) in one transaction. */
+  claimUpgrade(
+    id: string,
+    conversationId: string,
+    tool: string,
+    level: Level,
+    actor: string,
+  ): Promise<LevelChange | undefined>;
+  /** Expires lapsed requests and ends due grants (history row by `expiry`); safe on every replica at once. */
+  sweep(): Promise<{ expired: number; reverted: number }>;
+}
+
+/** JSON with object keys sorted (recursively) and no whitespace: the args' identity. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
+  const obj = value as Record<string, unknown>;
+  const keys = Object.keys(obj)
+    .filter((k) => obj[k] !== undefined)
+    .sort();
+  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
+}
+
+/** SHA-256 (hex) of the args' canonical JSON. */
+export function argsDigest(args: Record<string, unknown>): string {
+  return createHash('sha256').update(canonicalJson(args)).digest('hex');
+}
+
+export function newApprovalId(): string {
+  return 'apr_' + randomBytes(12).toString('base64url');
+}
+
+/** The call a retry makes, to compare with the approved one. */
+export interface RetriedCall {
+  kind: ApprovalKind;
+  tool: string;
+  action: string;
+  args: Record<string, unknown>;
+}
+
+/** A retry's verdict: refused (with the result to answer), or allowed to run by consuming a `once` approval. */
+export type RetryVerdict =
+  | { refusal: NegotiationResult }
+  | { once: Approval }
+  /** An approval for the conversation: the call is decided by the tool's level, as any other. */
+  | { byLevel: true };
+
+export interface ApprovalServiceOptions {
+  /** Pending requests lapse after this (APPROVAL_TTL_SECONDS). */
+  ttlSeconds: number;
+  /** How often this replica sweeps lapsed requests and due grants. */
+  sweepIntervalMs?: number;
+  logger: ToolLogger;
+}
+
+/** How long the list endpoint answers at most (newest first). */
+const LIST_LIMIT = 500;
+
+export class ApprovalService {
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping = false;
+
+  constructor(
+    private readonly store: ApprovalStore,
+    private readonly owners: { owner(id: string): Promise<string | null | undefined> },
+    private readonly opts: ApprovalServiceOptions,
+  ) {}
+
+  /** Records (or reuses) the request for a refused call and returns what the refusal carries. */
+  async record(p: Principal, r: Omit<ApprovalRequest, 'requestedBy' | 'argsDigest'>): Promise<ApprovalRef> {
+    const a = await this.store.request(
+      { ...r, argsDigest: argsDigest(r.args), requestedBy: actorOf(p) },
+      this.opts.ttlSeconds,
+    );
+    return { id: a.id, status: 'pending', expiresAt: a.expiresAt ?? Date.now() };
+  }
+
+  /** What a negotiate retry carrying `approvalId` may do. */
+  async checkRetry(conversationId: string, approvalId: string, call: RetriedCall): Promise<RetryVerdict> {
+    const a = await this.store.get(conversationId, approvalId);
+    if (!a) return { refusal: fail('approval_not_found', `Approval not found: ${approvalId.slice(0, 128)}`) };
+    if (
+      a.kind !== call.kind ||
+      a.tool !== call.tool ||
+      a.action !== call.action ||
+      a.argsDigest !== argsDigest(call.args)
+    ) {
+      return {
+        refusal: fail(
+          'approval_mismatch',
+          `Approval ${a.id} is for ${a.kind === 'upgrade' ? a.action : `${a.tool}/${a.action}`} with other args (digest ${a.argsDigest.slice(0, 12)}…); it covers exactly that call`,
+        ),
+      };
+    }
+    const lapsed = a.expiresAt !== null && a.expiresAt <= Date.now();
+    switch (a.status) {
+      case 'used':
+        return { refusal: fail('approval_used', `Approval ${a.id} was already used; it covered one run`) };
+      case 'rejected':
+        return {
+          refusal: fail(
+            'approval_rejected',
+            a.reason ? `Approval ${a.id} was rejected: ${a.reason}` : `Approval ${a.id} was rejected`,
+          ),
+        };
+      case 'expired':
+        return { refusal: expired(a) };
+      case 'pending':
+        if (lapsed) return { refusal: expired(a) };
+        return {
+          refusal: fail('permission_required', `Approval ${a.id} is still pending`, {
+            requiresApproval: true,
+            approvalReason: pendingReason(a),
+            approval: { id: a.id, status: 'pending', expiresAt: a.expiresAt ?? Date.now() },
+          }),
+        };
+      case 'approved':
+        if (a.scope === 'conversation') return { byLevel: true };
+        if (lapsed) return { refusal: expired(a) };
+        return { once: a };
+    }
+  }
+
+  /** Consumes an approved `once` approval in the action's transaction: the refusal when another retry took it. */
+  claimer(a: Approval): (tx: Transaction) => Promise<NegotiationResult | undefined> {
+    return async (tx) =>
+      (await this.store.claim(a.id, tx))
+        ? undefined
+        : fail('approval_used', `Approval ${a.id} was already used; it covered one run`);
+  }
+
+  claimUpgrade(a: Approval, level: Level): Promise<LevelChange | undefined> {
+    return this.store.claimUpgrade(a.id, a.conversationId, a.tool, level, a.decidedBy ?? 'approval');
+  }
+
+  async list(p: Principal, conversationId: string, status?: ApprovalStatus): Promise<Approval[]> {
+    await this.checkManage(p, conversationId, 'read approvals');
+    const list = await this.store.list(conversationId, status, LIST_LIMIT);
+    if (!list) throw notFound(conversationId);
+    return list;
+  }
+
+  /** The owner and admins read any; an agent the ones it requested. */
+  async get(p: Principal, conversationId: string, approvalId: string): Promise<Approval> {
+    if (p.role === 'agent') {
+      checkConversationAccess(
+        p,
+        conversationId,
+        await this.owners.owner(conversationId),
+        'negotiate',
+        'read approvals',
+      );
+    } else {
+      await this.checkManage(p, conversationId, 'read approvals');
+    }
+    const a = await this.store.get(conversationId, approvalId);
+    if (!a) throw approvalNotFound(approvalId);
+    if (p.role === 'agent' && a.requestedBy !== actorOf(p)) throw forbidden(p, 'read approvals it did not request');
+    return a;
+  }
+
+  async approve(
+    p: Principal,
+    conversationId: string,
+    approvalId: string,
+    body: { scope: ApprovalScope; expiresInSeconds?: number },
+  ): Promise<Approval> {
+    await this.checkManage(p, conversationId, 'approve');
+    const by = actorOf(p);
+    const decision: Decision =
+      body.scope === 'once'
+        ? { scope: 'once', by, expiresInSeconds: body.expiresInSeconds ?? this.opts.ttlSeconds }
+        : {
+            scope: 'conversation',
+            by,
+            ...(body.expiresInSeconds !== undefined ? { expiresInSeconds: body.expiresInSeconds } : {}),
+          };
+    return decided(await this.store.approve(conversationId, approvalId, decision), approvalId);
+  }
+
+  async reject(p: Principal, conversationId: string, approvalId: string, reason?: string): Promise<Approval> {
+    await this.checkManage(p, conversationId, 'reject');
+    return decided(await this.store.reject(conversationId, approvalId, actorOf(p), reason ?? null), approvalId);
+  }
+
+  /** Agents see the conversation but never manage approvals (403); others who may not see it get 404. */
+  private async checkManage(p: Principal, conversationId: string, what: string): Promise<void> {
+    if (p.role === 'agent' && p.conversationId !== conversationId) throw notFound(conversationId);
+    const owner = await this.owners.owner(conversationId);
+    checkConversationAccess(p, conversationId, owner, 'manage', what);
+  }
+
+  /** Every replica sweeps each second; SKIP LOCKED in the store lets one apply each due row. */
+  startSweeper(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.sweepOnce(), this.opts.sweepIntervalMs ?? 1000);
+    this.timer.unref();
+  }
+
+  stopSweeper(): void {
+    clearInterval(this.timer);
+    this.timer = undefined;
+  }
+
+  async sweepOnce(): Promise<void> {
+    if (this.sweeping) return;
+    this.sweeping = true;
+    try {
+      const done = await this.store.sweep();
+      if (done.reverted > 0) this.opts.logger.info(done, 'approvals: time-limited grants ended');
+    } catch (err) {
+      // The database may be down for a moment: the next tick tries again, and the decision honours expiries meanwhile.
+      this.opts.logger.warn({ err }, 'approvals: sweep failed');
+    } finally {
+      this.sweeping = false;
+    }
+  }
+}
+
+function expired(a: Approval): NegotiationResult {
+  return fail('approval_expired', `Approval ${a.id} expired; a new refusal records a new request`);
+}
+
+function approvalNotFound(id: string): AppError {
+  return new AppError('not_found', `Approval not found: ${id.slice(0, 128)}`);
+}
+
+function decided(outcome: DecisionOutcome, approvalId: string): Approval {
+  if (outcome === 'not_found') throw approvalNotFound(approvalId);
+  if (outcome === 'not_pending') {
+    throw new AppError(
+      'conflict',
+      `Approval ${approvalId} is not pending: only a pending request can be approved or rejected`,
+    );
+  }
+  return outcome;
+}
+
+function pendingReason(a: Approval): string {
+  return a.kind === 'upgrade'
+    ? `Permission upgrade required: an agent asked ${a.action}; approval ${a.id} awaits the conversation owner.`
+    : `Permission upgrade required: ${a.tool} needs level ${a.requiredLevel} for ${a.action}; approval ${a.id} awaits the conversation owner.`;
+}

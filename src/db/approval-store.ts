@@ -1,0 +1,330 @@
+/**
+ * The ApprovalStore port in SQL. Each change is decided by the database:
+ * the partial unique index on pending rows makes concurrent refusals of one
+ * call meet in one row; a conditional UPDATE … WHERE status = 'approved'
+ * lets exactly one retry consume a `once` approval; the sweep takes due rows
+ * FOR UPDATE SKIP LOCKED, so with several replicas each row is applied once.
+ */
+import type { Pool, PoolClient } from 'pg';
+import {
+  type Approval,
+  type ApprovalRequest,
+  type ApprovalStatus,
+  type ApprovalStore,
+  type Decision,
+  type DecisionOutcome,
+  newApprovalId,
+} from '../core/approvals';
+import { effectiveLevel } from '../core/permissions';
+import type { LevelChange, Transaction } from '../core/ports';
+import type { Level } from '../core/tool-interface';
+import { clientOf, translateError, translated, type Queryable } from './sql';
+
+interface ApprovalRow {
+  id: string;
+  conversation_id: string;
+  kind: 'call' | 'upgrade';
+  tool: string;
+  action: string;
+  args: Record<string, unknown>;
+  args_digest: string;
+  required_level: number;
+  current_level: number;
+  requested_by: string;
+  status: ApprovalStatus;
+  created_at: Date;
+  expires_at: Date | null;
+  decided_by: string | null;
+  decided_at: Date | null;
+  scope: 'once' | 'conversation' | null;
+  reason: string | null;
+}
+
+/** A pending (or approved `once`) row past its expiry reads as expired, whether or not the sweep got to it. */
+const COLUMNS = `id, conversation_id, kind, tool, action, args, args_digest, required_level, current_level,
+  requested_by, created_at, expires_at, decided_by, decided_at, scope, reason,
+  CASE WHEN status IN ('pending', 'approved') AND scope IS DISTINCT FROM 'conversation' AND expires_at <= now()
+       THEN 'expired' ELSE status END AS status`;
+
+function toApproval(r: ApprovalRow): Approval {
+  return {
+    id: r.id,
+    conversationId: r.conversation_id,
+    kind: r.kind,
+    tool: r.tool,
+    action: r.action,
+    args: r.args,
+    argsDigest: r.args_digest,
+    requiredLevel: r.required_level as Level,
+    currentLevel: r.current_level as Level,
+    requestedBy: r.requested_by,
+    status: r.status,
+    createdAt: r.created_at.getTime(),
+    expiresAt: r.expires_at?.getTime() ?? null,
+    decidedBy: r.decided_by,
+    decidedAt: r.decided_at?.getTime() ?? null,
+    scope: r.scope,
+    reason: r.reason,
+  };
+}
+
+/**
+ * Inserts the pending request; on the pending row of the same call, returns
+ * that one instead (the no-op update makes ON CONFLICT return it), unless it
+ * has lapsed: then no row, and the caller expires it and tries again.
+ */
+const REQUEST = `
+  INSERT INTO approvals (id, conversation_id, kind, tool, action, args, args_digest, required_level, current_level,
+                         requested_by, expires_at)
+  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now() + make_interval(secs => $11))
+  ON CONFLICT (conversation_id, kind, tool, action, args_digest) WHERE status = 'pending'
+  DO UPDATE SET status = approvals.status WHERE approvals.expires_at > now()
+  RETURNING ${COLUMNS}`;
+
+const EXPIRE_LAPSED_CALL = `
+  UPDATE approvals SET status = 'expired'
+  WHERE conversation_id = $1 AND kind = $2 AND tool = $3 AND action = $4 AND args_digest = $5
+    AND status = 'pending' AND expires_at <= now()`;
+
+/** Ends due grants: the level returns to what it was (no explicit level: the row goes), with a history row by `expiry`. */
+const SWEEP_GRANTS = `
+  WITH due AS (
+    SELECT p.conversation_id, p.tool, p.level, p.revert_to, c.legacy_level
+    FROM tool_permissions p JOIN conversations c ON c.id = p.conversation_id
+    WHERE p.expires_at <= now()
+    ORDER BY p.expires_at
+    LIMIT 200
+    FOR UPDATE OF p SKIP LOCKED
+  ), reverted AS (
+    UPDATE tool_permissions p SET level = d.revert_to, expires_at = NULL, revert_to = NULL, upgraded_at = now()
+    FROM due d WHERE p.conversation_id = d.conversation_id AND p.tool = d.tool AND d.revert_to IS NOT NULL
+  ), removed AS (
+    DELETE FROM tool_permissions p USING due d
+    WHERE p.conversation_id = d.conversation_id AND p.tool = d.tool AND d.revert_to IS NULL
+  )
+  INSERT INTO permission_history (conversation_id, tool, from_level, to_level, actor, at)
+  SELECT conversation_id, tool, level, COALESCE(revert_to, legacy_level, 1), 'expiry', now() FROM due`;
+
+const SWEEP_REQUESTS = `
+  UPDATE approvals SET status = 'expired'
+  WHERE id IN (
+    SELECT id FROM approvals
+    WHERE status IN ('pending', 'approved') AND scope IS DISTINCT FROM 'conversation' AND expires_at <= now()
+    LIMIT 1000 FOR UPDATE SKIP LOCKED)`;
+
+export class SqlApprovalStore implements ApprovalStore {
+  constructor(private readonly pool: Pool) {}
+
+  async request(r: ApprovalRequest, ttlSeconds: number): Promise<Approval> {
+    for (let attempt = 1; ; attempt++) {
+      const res = await translated(
+        this.pool.query<ApprovalRow>(REQUEST, [
+          newApprovalId(),
+          r.conversationId,
+          r.kind,
+          r.tool,
+          r.action,
+          JSON.stringify(r.args),
+          r.argsDigest,
+          r.requiredLevel,
+          r.currentLevel,
+          r.requestedBy,
+          ttlSeconds,
+        ]),
+      );
+      if (res.rows[0]) return toApproval(res.rows[0]);
+      if (attempt === 3) throw new Error('An approval request could neither be recorded nor read');
+      await translated(this.pool.query(EXPIRE_LAPSED_CALL, [r.conversationId, r.kind, r.tool, r.action, r.argsDigest]));
+    }
+  }
+
+  async get(conversationId: string, id: string): Promise<Approval | undefined> {
+    const res = await translated(
+      this.pool.query<ApprovalRow>(`SELECT ${COLUMNS} FROM approvals WHERE id = $1 AND conversation_id = $2`, [
+        id,
+        conversationId,
+      ]),
+    );
+    return res.rows[0] && toApproval(res.rows[0]);
+  }
+
+  async list(conversationId: string, status: ApprovalStatus | undefined, limit: number): Promise<Approval[]> {
+    const res = await translated(
+      this.pool.query<ApprovalRow>(
+        `SELECT * FROM (SELECT ${COLUMNS} FROM approvals WHERE conversation_id = $1) a
+         WHERE $2::text IS NULL OR status = $2
+         ORDER BY created_at DESC, id DESC LIMIT $3`,
+        [conversationId, status ?? null, limit],
+      ),
+    );
+    return res.rows.map(toApproval);
+  }
+
+  approve(conversationId: string, id: string, d: Decision): Promise<DecisionOutcome> {
+    return this.inTransaction(async (c) => {
+      const a = await this.lockPending(c, conversationId, id);
+      if (typeof a === 'string') return a;
+      if (d.scope === 'once') {
+        return this.decide(
+          c,
+          id,
+          `status = 'approved', scope = 'once', decided_by = $2, decided_at = now(),
+          expires_at = now() + make_interval(secs => $3)`,
+          [d.by, d.expiresInSeconds],
+        );
+      }
+      // A call's approval raises the level (never lowers it); an upgrade's sets the level it asked for.
+      const grantEnds = await this.grant(c, a, d);
+      return this.decide(
+        c,
+        id,
+        `status = 'approved', scope = 'conversation', decided_by = $2, decided_at = now(),
+          expires_at = $3`,
+        [d.by, grantEnds],
+      );
+    });
+  }
+
+  reject(conversationId: string, id: string, by: string, reason: string | null): Promise<DecisionOutcome> {
+    return this.inTransaction(async (c) => {
+      const a = await this.lockPending(c, conversationId, id);
+      if (typeof a === 'string') return a;
+      return this.decide(c, id, `status = 'rejected', decided_by = $2, decided_at = now(), reason = $3`, [by, reason]);
+    });
+  }
+
+  async claim(id: string, tx: Transaction): Promise<boolean> {
+    const res = await translated(
+      clientOf(tx).query(
+        `UPDATE approvals SET status = 'used', used_at = now()
+         WHERE id = $1 AND status = 'approved' AND scope = 'once' AND expires_at > now()`,
+        [id],
+      ),
+    );
+    return res.rowCount === 1;
+  }
+
+  claimUpgrade(
+    id: string,
+    conversationId: string,
+    tool: string,
+    level: Level,
+    actor: string,
+  ): Promise<LevelChange | undefined> {
+    return this.inTransaction(async (c) => {
+      if (!(await this.claim(id, c as unknown as Transaction))) return undefined;
+      return setLevel(c, conversationId, tool, level, actor, undefined);
+    });
+  }
+
+  async sweep(): Promise<{ expired: number; reverted: number }> {
+    const grants = await translated(this.pool.query(SWEEP_GRANTS));
+    const requests = await translated(this.pool.query(SWEEP_REQUESTS));
+    return { expired: requests.rowCount ?? 0, reverted: grants.rowCount ?? 0 };
+  }
+
+  private async lockPending(
+    c: Queryable,
+    conversationId: string,
+    id: string,
+  ): Promise<Approval | 'not_found' | 'not_pending'> {
+    const res = await c.query<ApprovalRow>(
+      `SELECT ${COLUMNS} FROM approvals WHERE id = $1 AND conversation_id = $2 FOR UPDATE`,
+      [id, conversationId],
+    );
+    const row = res.rows[0];
+    if (!row) return 'not_found';
+    return row.status === 'pending' ? toApproval(row) : 'not_pending';
+  }
+
+  private async decide(c: Queryable, id: string, set: string, values: unknown[]): Promise<Approval> {
+    const res = await c.query<ApprovalRow>(`UPDATE approvals SET ${set} WHERE id = $1 RETURNING ${COLUMNS}`, [
+      id,
+      ...values,
+    ]);
+    return toApproval(res.rows[0]!);
+  }
+
+  /** The level change of a `conversation` approval; the grant's end (null: none). */
+  private async grant(c: Queryable, a: Approval, d: Decision): Promise<Date | null> {
+    const until = d.expiresInSeconds === undefined ? null : new Date(Date.now() + d.expiresInSeconds * 1000);
+    await setLevel(
+      c,
+      a.conversationId,
+      a.tool,
+      a.requiredLevel,
+      d.by,
+      until ? { until, raiseOnly: a.kind === 'call' } : { raiseOnly: a.kind === 'call' },
+    );
+    return until;
+  }
+
+  private async inTransaction<T>(work: (c: PoolClient) => Promise<T>): Promise<T> {
+    let c: PoolClient;
+    try {
+      c = await this.pool.connect();
+    } catch (err) {
+      throw translateError(err);
+    }
+    try {
+      await c.query('BEGIN');
+      const out = await work(c);
+      await c.query('COMMIT');
+      c.release();
+      return out;
+    } catch (err) {
+      await c.query('ROLLBACK').then(
+        () => c.release(),
+        (e: Error) => c.release(e),
+      );
+      throw translateError(err);
+    }
+  }
+}
+
+/**
+ * Sets the tool's level with its history row, the conversation locked as
+ * PermissionStore.setLevel does. `grant.until`: the level holds until then,
+ * and returns to the level before the grant (an active grant's own
+ * "before" is kept, so stacked grants end where the first began).
+ * `grant.raiseOnly`: a level at or above the target is left alone.
+ */
+async function setLevel(
+  c: Queryable,
+  conversationId: string,
+  tool: string,
+  level: Level,
+  actor: string,
+  grant: { until?: Date; raiseOnly: boolean } | undefined,
+): Promise<LevelChange> {
+  const conv = await c.query<{ legacy_level: number | null }>(
+    'SELECT legacy_level FROM conversations WHERE id = $1 FOR UPDATE',
+    [conversationId],
+  );
+  if (!conv.rows[0]) throw new Error(`Conversation ${conversationId} vanished while its approval was decided`);
+  const cur = await c.query<{ level: number; expires_at: Date | null; revert_to: number | null }>(
+    'SELECT level, expires_at, revert_to FROM tool_permissions WHERE conversation_id = $1 AND tool = $2 FOR UPDATE',
+    [conversationId, tool],
+  );
+  const row = cur.rows[0];
+  const lapsed = row?.expires_at != null && row.expires_at.getTime() <= Date.now();
+  // The explicit level as the decision sees it, and the one a grant would return to.
+  const explicitNow = row ? (lapsed ? row.revert_to : row.level) : null;
+  const beforeGrant = row && row.expires_at != null && !lapsed ? row.revert_to : explicitNow;
+  const previousLevel = effectiveLevel(explicitNow, conv.rows[0].legacy_level).level;
+  if (grant?.raiseOnly && previousLevel >= level) return { tool, level: previousLevel, previousLevel };
+  await c.query(
+    `INSERT INTO tool_permissions (conversation_id, tool, level, upgraded_at, expires_at, revert_to)
+     VALUES ($1, $2, $3, now(), $4, $5)
+     ON CONFLICT (conversation_id, tool) DO UPDATE
+       SET level = $3, upgraded_at = now(), expires_at = $4, revert_to = $5`,
+    [conversationId, tool, level, grant?.until ?? null, grant?.until ? beforeGrant : null],
+  );
+  await c.query(
+    `INSERT INTO permission_history (conversation_id, tool, from_level, to_level, actor, at)
+     VALUES ($1, $2, $3, $4, $5, now())`,
+    [conversationId, tool, previousLevel, level, actor],
+  );
+  await c.query('UPDATE conversations SET updated_at = now() WHERE id = $1', [conversationId]);
+  return { tool, level, previousLevel };
+}
