@@ -7,6 +7,9 @@ import { Authenticator, type AuthenticatorOptions } from './auth/authenticator';
 import { createJwtVerifier, looksLikeJwt } from './auth/jwt';
 import type { Config } from './config';
 import { ConversationAccess } from './core/access';
+import { AuditService } from './core/audit';
+import { SqlAuditStore } from './db/audit-store';
+import { negotiationStatus } from './http/negotiate-status';
 import { ConversationManager } from './core/conversation-manager';
 import { KeyService } from './core/keys';
 import { ResourceService } from './core/resource-service';
@@ -38,6 +41,12 @@ export function wireServices(
   const catalog = new ToolCatalog(registry, config.routerMinConfidence);
   const stores = openStores(db);
   const resources = new ResourceService(stores.resources, stores.conversations, config.resourceMaxBytes);
+  const access = new ConversationAccess(stores.conversations);
+  const audit = new AuditService(
+    new SqlAuditStore(db.pool, logger.child({ component: 'audit' })),
+    access,
+    negotiationStatus,
+  );
   const manager = new ConversationManager({
     decisions: stores.decisions,
     permissions: stores.permissions,
@@ -48,8 +57,8 @@ export function wireServices(
     logger: logger.child({ component: 'tools' }),
     exportDir: config.exportDir,
     toolTimeoutMs: config.toolTimeoutMs,
+    audit,
   });
-  const access = new ConversationAccess(stores.conversations);
   const keys = new KeyService(stores.keys, access);
   const authenticator = new Authenticator(
     stores.keys,
@@ -60,7 +69,7 @@ export function wireServices(
     authOptions,
   );
   return {
-    services: { config, logger, db, stores, catalog, manager, resources, access, keys, authenticator },
+    services: { config, logger, db, stores, catalog, manager, resources, access, keys, audit, authenticator },
     registry,
   };
 }

@@ -58,6 +58,8 @@ async function main(): Promise<void> {
   const closeResources = async (): Promise<void> => {
     services.authenticator.stop();
     await registry.close();
+    // Queued audit entries are written (and sealed) before the pool closes.
+    await services.audit.close();
     await db.close();
     await dbServer.close();
   };

@@ -5,6 +5,7 @@
 import type { Authenticator } from './auth/authenticator';
 import type { Config } from './config';
 import type { ConversationAccess } from './core/access';
+import type { AuditService } from './core/audit';
 import type { ConversationManager } from './core/conversation-manager';
 import type { KeyService } from './core/keys';
 import type { Stores } from './core/ports';
@@ -25,6 +26,8 @@ export interface Services {
   /** Who may do what under /conversations/{id}. */
   access: ConversationAccess;
   keys: KeyService;
+  /** The audit log: `audit.record(event, fields, tx?)` (src/core/audit.ts). */
+  audit: AuditService;
   /** Bearer token → principal. */
   authenticator: Authenticator;
 }

@@ -65,7 +65,9 @@ export class NegotiateController extends Controller {
     @Path() conversationId: Id,
     @Body() body: NegotiateBody,
   ): Promise<NegotiationResult> {
-    const result = await this.services.manager.negotiate(principalOf(req), conversationId, body);
+    const result = await this.services.manager.negotiate(principalOf(req), conversationId, body, {
+      requestId: req.id ?? '-',
+    });
     this.setStatus(negotiationStatus(result));
     return result;
   }

@@ -4,6 +4,7 @@
  * that refuses writes; the tool-timeout; the retry after a deadlock. Also the
  * dry run's argument check inside an isolated tool's worker.
  */
+import type { NegotiationTrail } from './audit';
 import { AppError, isUnavailable } from './errors';
 import { fail, type NegotiationResult, type Routing } from './negotiation';
 import type { UnitsOfWork } from './ports';
@@ -59,6 +60,7 @@ export async function runAction(
   args: Record<string, unknown>,
   decided: Decided,
   prefetched?: { name: string; resource: Resource | null },
+  trail?: NegotiationTrail,
   attempt = 1,
 ): Promise<NegotiationResult> {
   // Only a write-level action gets a unit of work: a read-level context without one refuses writes.
@@ -102,14 +104,18 @@ export async function runAction(
     }
     // A handler that swallowed a deadlock error returns over an aborted transaction: nothing would commit.
     if (sharedContext.conflicted) throw new Error('transaction aborted by a deadlock or serialization failure');
+    const result: NegotiationResult = { success: true, output: output ?? null, ...decided };
+    // The entry of an action that wrote goes with its COMMIT: both or neither.
+    if (unit && trail) await trail.inUnit(unit, result);
     await unit?.commit();
-    return { success: true, output: output ?? null, ...decided };
+    return result;
   } catch (err) {
     await unit?.rollback();
+    trail?.rolledBack();
     // The database broke a deadlock (or a serialization conflict) by aborting this action's transaction:
     // nothing of it committed, so the whole action runs again, in a fresh unit of work.
     if (sharedContext.conflicted && attempt < MAX_ACTION_ATTEMPTS) {
-      return runAction(deps, conversationId, action, args, decided, prefetched, attempt + 1);
+      return runAction(deps, conversationId, action, args, decided, prefetched, trail, attempt + 1);
     }
     if (err instanceof ToolError) return fail(err.code, err.message, decided);
     // Database trouble is the service's, not the tool's: the transport answers it (a 503), not a tool_error.

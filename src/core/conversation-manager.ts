@@ -6,6 +6,7 @@
  * transports choose statuses.
  */
 import { checkInSandbox, runAction, type ExecutionDeps } from './action-execution';
+import type { AuditService, NegotiationAudit, NegotiationTrail } from './audit';
 import { fail, type NegotiateRequest, type NegotiationResult, type Routing } from './negotiation';
 import { LEVEL_NAMES, effectiveLevel, isLevel } from './permissions';
 import { deniedBy } from './policy';
@@ -23,6 +24,8 @@ export interface ConversationManagerDeps extends ExecutionDeps {
   decisions: DecisionStore;
   permissions: PermissionStore;
   conversations: ConversationStore;
+  /** Without it nothing is audited (tools' own tests, benches of the bare path). */
+  audit?: AuditService;
 }
 
 export class ConversationManager {
@@ -34,14 +37,38 @@ export class ConversationManager {
    * it as they answer every other endpoint under the conversation); an
    * unknown one is created, owned by `p`, unless `p` is an agent.
    */
-  async negotiate(p: Principal, conversationId: string, req: NegotiateRequest): Promise<NegotiationResult> {
+  async negotiate(
+    p: Principal,
+    conversationId: string,
+    req: NegotiateRequest,
+    meta: NegotiationAudit = { requestId: '-' },
+  ): Promise<NegotiationResult> {
     // An agent's key names its one conversation: any other is refused before any work.
     if (p.role === 'agent' && p.conversationId !== conversationId) throw notFound(conversationId);
+    // Every decision is audited: an action that wrote, with its transaction; the others queued (src/core/audit.ts).
+    const trail = this.deps.audit?.negotiation(p, conversationId, req, meta);
+    let result: NegotiationResult;
+    try {
+      result = await this.decide(p, conversationId, req, trail);
+    } catch (err) {
+      trail?.failed(err);
+      throw err;
+    }
+    trail?.done(result);
+    return result;
+  }
+
+  private decide(
+    p: Principal,
+    conversationId: string,
+    req: NegotiateRequest,
+    trail: NegotiationTrail | undefined,
+  ): Promise<NegotiationResult> {
     const snapshot = this.deps.catalog.snapshot();
     const special = parseSpecialAction(req.action);
     if (special?.kind === 'list-tools') return this.listTools(p, conversationId, req);
-    if (special) return this.upgrade(p, conversationId, snapshot, special.tool, special.levelText, req);
-    return this.routeAndRun(p, conversationId, snapshot, req);
+    if (special) return this.upgrade(p, conversationId, snapshot, special.tool, special.levelText, req, trail);
+    return this.routeAndRun(p, conversationId, snapshot, req, trail);
   }
 
   /** The conversation's owner as `p` may use it: created for a user or admin (not on a dry run), else read. */
@@ -74,6 +101,7 @@ export class ConversationManager {
     tool: string,
     levelText: string,
     req: NegotiateRequest,
+    trail: NegotiationTrail | undefined,
   ): Promise<NegotiationResult> {
     const level = /^[0-9]$/.test(levelText) ? Number(levelText) : NaN;
     if (!isLevel(level)) {
@@ -93,6 +121,16 @@ export class ConversationManager {
       createOwner: p.subject,
       ...(p.role === 'admin' ? {} : { requiredOwner: p.subject }),
     });
+    if (trail) {
+      await this.deps.audit?.record('permission.changed', {
+        conversationId,
+        actor: trail.actor,
+        requestId: trail.requestId,
+        tool,
+        action: `level-${change.previousLevel}-to-${change.level}`,
+        outcome: 'success',
+      });
+    }
     return { success: true, output: change, alignment: 'aligned' };
   }
 
@@ -127,6 +165,7 @@ export class ConversationManager {
     conversationId: string,
     snapshot: CatalogSnapshot,
     req: NegotiateRequest,
+    trail: NegotiationTrail | undefined,
   ): Promise<NegotiationResult> {
     const route = snapshot.router.route(req.action, req.tool);
     switch (route.kind) {
@@ -149,6 +188,7 @@ export class ConversationManager {
           route.entry,
           { confidence: route.confidence, explicit: route.explicit },
           req,
+          trail,
         );
     }
   }
@@ -159,6 +199,7 @@ export class ConversationManager {
     entry: RoutedAction,
     how: { confidence: number; explicit: boolean },
     req: NegotiateRequest,
+    trail: NegotiationTrail | undefined,
   ): Promise<NegotiationResult> {
     const action = entry.loaded;
     const routing: Routing = {
@@ -176,6 +217,14 @@ export class ConversationManager {
     // Who may act here is decided from the owner read with the decision: no round trip of its own.
     const owner = ctx.exists ? ctx.owner : canCreate(p) ? p.subject : undefined;
     checkConversationAccess(p, conversationId, owner, 'negotiate', 'negotiate');
+    if (ctx.created && trail) {
+      await this.deps.audit?.record('conversation.created', {
+        conversationId,
+        actor: trail.actor,
+        requestId: trail.requestId,
+        outcome: 'success',
+      });
+    }
     if (ctx.policyProblem) {
       this.deps.logger.warn(
         { conversationId, problem: ctx.policyProblem },
@@ -217,7 +266,7 @@ export class ConversationManager {
         : undefined;
       return problem ?? { success: true, alignment, routing };
     }
-    return runAction(this.deps, conversationId, action, parsed.value, { alignment, routing }, ctx.prefetched);
+    return runAction(this.deps, conversationId, action, parsed.value, { alignment, routing }, ctx.prefetched, trail);
   }
 }
 

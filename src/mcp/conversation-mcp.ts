@@ -76,6 +76,8 @@ export function mcpRouter(services: Services, options: McpSessionOptions = {}): 
     }
     const transport = sessions.find(sessionId, conversationId, principal);
     if (!transport) return rpcError(res, 404, -32001, 'Session not found');
+    // The request id (given or made) as the tool calls see it: the audit records it (src/core/audit.ts).
+    req.headers['x-request-id'] = req.id;
     await transport.handleRequest(req, res, req.body);
   }
 

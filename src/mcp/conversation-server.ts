@@ -120,7 +120,7 @@ export function createConversationServer(services: Services, conversationId: str
     }
   });
 
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args } = request.params;
     if (isSpecialAction(name)) {
       return refused(
@@ -128,7 +128,14 @@ export function createConversationServer(services: Services, conversationId: str
       );
     }
     try {
-      const result = await manager.negotiate(principal, conversationId, { action: name, args: args ?? {} });
+      const given = extra.requestInfo?.headers['x-request-id'];
+      const requestId = typeof given === 'string' ? given : `mcp:${String(extra.requestId)}`;
+      const result = await manager.negotiate(
+        principal,
+        conversationId,
+        { action: name, args: args ?? {} },
+        { requestId },
+      );
       return toolResult(result);
     } catch (err) {
       throw internal(err, 'tools/call');

@@ -73,6 +73,7 @@ export async function createTestApp(env: Record<string, string> = {}, options: T
     close: async () => {
       services.authenticator.stop();
       await registry.close();
+      await services.audit.close();
       await db.close();
       if (!options.replicaOf) await database.close();
     },
