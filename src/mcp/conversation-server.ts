@@ -128,7 +128,7 @@ export function createConversationServer(services: Services, conversationId: str
       );
     }
     try {
-      const given = extra.requestInfo?.headers['x-request-id'];
+      const given = extra.authInfo?.extra?.requestId;
       const requestId = typeof given === 'string' ? given : `mcp:${String(extra.requestId)}`;
       const result = await manager.negotiate(
         principal,

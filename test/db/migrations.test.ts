@@ -13,6 +13,7 @@ const ALL = [
   '20260102000000_m5_tool_permissions_and_shared_context',
   '20260102000100_m5_migrate_m4_permissions',
   '20260301000000_identity',
+  '20260403000000_audit',
 ];
 
 async function query<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
@@ -56,6 +57,9 @@ describe('db:migrate', () => {
     expect(tables.map((t) => t.tablename)).toEqual([
       '_prisma_migrations',
       'api_keys',
+      'audit_heads',
+      'audit_log',
+      'audit_pending',
       'conversations',
       'permission_history',
       'resources',
