@@ -8,6 +8,7 @@ import { createJwtVerifier, looksLikeJwt } from './auth/jwt';
 import type { Config } from './config';
 import { ConversationAccess } from './core/access';
 import { ApprovalService } from './core/approvals';
+import { AuditService } from './core/audit';
 import { ConversationManager } from './core/conversation-manager';
 import { IdempotentNegotiation } from './core/idempotency';
 import { KeyService } from './core/keys';
@@ -16,6 +17,7 @@ import { ToolCatalog } from './core/tool-catalog';
 import { ToolRegistry, type ToolRegistryOptions } from './core/tool-registry';
 import type { Database } from './db/database';
 import { SqlApprovalStore } from './db/approval-store';
+import { SqlAuditStore } from './db/audit-store';
 import { negotiationStatus } from './http/negotiate-status';
 import { openStores } from './db/stores';
 import type { Logger } from './logger';
@@ -46,6 +48,12 @@ export function wireServices(
     ttlSeconds: config.approvalTtlSeconds,
     logger: logger.child({ component: 'approvals' }),
   });
+  const access = new ConversationAccess(stores.conversations);
+  const audit = new AuditService(
+    new SqlAuditStore(db.pool, logger.child({ component: 'audit' })),
+    access,
+    negotiationStatus,
+  );
   const manager = new ConversationManager({
     approvals,
     decisions: stores.decisions,
@@ -57,14 +65,14 @@ export function wireServices(
     logger: logger.child({ component: 'tools' }),
     exportDir: config.exportDir,
     toolTimeoutMs: config.toolTimeoutMs,
+    audit,
   });
   const idempotency = new IdempotentNegotiation({
     store: stores.idempotency,
     units: stores.units,
-    negotiate: (p, id, req, keeper) => manager.negotiate(p, id, req, keeper),
+    negotiate: (p, id, req, keeper, meta) => manager.negotiate(p, id, req, { keeper, meta }),
     statusOf: negotiationStatus,
   });
-  const access = new ConversationAccess(stores.conversations);
   const keys = new KeyService(stores.keys, access);
   const authenticator = new Authenticator(
     stores.keys,
@@ -88,6 +96,7 @@ export function wireServices(
       keys,
       authenticator,
       approvals,
+      audit,
     },
     registry,
   };

@@ -60,6 +60,8 @@ async function main(): Promise<void> {
     services.idempotency.stopPurge();
     services.approvals.stopSweeper();
     await registry.close();
+    // Queued audit entries are written (and sealed) before the pool closes.
+    await services.audit.close();
     await db.close();
     await dbServer.close();
   };

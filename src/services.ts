@@ -6,6 +6,7 @@ import type { Authenticator } from './auth/authenticator';
 import type { Config } from './config';
 import type { ConversationAccess } from './core/access';
 import type { ApprovalService } from './core/approvals';
+import type { AuditService } from './core/audit';
 import type { ConversationManager } from './core/conversation-manager';
 import type { IdempotentNegotiation } from './core/idempotency';
 import type { KeyService } from './core/keys';
@@ -31,6 +32,8 @@ export interface Services {
   keys: KeyService;
   /** Approval requests, decisions, and the sweep of lapsed ones (started with the authenticator). */
   approvals: ApprovalService;
+  /** The audit log: `audit.record(event, fields, tx?)` (src/core/audit.ts). */
+  audit: AuditService;
   /** Bearer token → principal. */
   authenticator: Authenticator;
 }

@@ -139,6 +139,7 @@ export class ConversationsController extends Controller {
       policy,
       owner: p.subject,
     });
+    await this.services.audit.changed(p, 'conversation.created', conv.id, req.id ?? '-');
     this.setStatus(201);
     return conv;
   }
@@ -161,8 +162,10 @@ export class ConversationsController extends Controller {
   @Response<Problem>(403, 'Agents may not delete conversations')
   @Response<Problem>(404, 'No such conversation, or one the caller may not see')
   public async deleteConversation(@Request() req: ExRequest, @Path() id: Id): Promise<void> {
-    await this.services.access.check(principalOf(req), id, 'manage', 'delete the conversation');
+    const p = principalOf(req);
+    await this.services.access.check(p, id, 'manage', 'delete the conversation');
     await deleteConversation(this.services.stores.conversations, id);
+    await this.services.audit.changed(p, 'conversation.deleted', id, req.id ?? '-');
     // Its agent keys were revoked with it: refused on this replica from now on (the others poll).
     await this.services.authenticator.refresh();
     this.setStatus(204);

@@ -16,6 +16,7 @@ import type { KeyView } from '../core/keys';
 import { principalOf } from '../http/authenticate';
 import type { Problem } from '../http/problem';
 import type { Services } from '../services';
+import { SYSTEM_CHAIN } from '../core/audit';
 import type { Id, PermissionLevel } from './types';
 
 export interface CreateKeyBody {
@@ -113,7 +114,9 @@ export class KeysController extends Controller {
   @Response<Problem>(401, 'No valid bearer token')
   @Response<Problem>(403, 'Only admins mint keys')
   public async createKey(@Request() req: ExRequest, @Body() body: CreateKeyBody): Promise<CreatedApiKey> {
-    const key = await this.services.keys.mint(principalOf(req), body);
+    const p = principalOf(req);
+    const key = await this.services.keys.mint(p, body);
+    await this.services.audit.changed(p, 'key.created', SYSTEM_CHAIN, req.id ?? '-', { action: key.id });
     this.setStatus(201);
     return key;
   }
@@ -133,8 +136,15 @@ export class KeysController extends Controller {
   @Response<Problem>(403, 'Agents revoke no keys')
   @Response<Problem>(404, 'No such key among those the caller manages')
   public async revokeKey(@Request() req: ExRequest, @Path() keyId: string): Promise<void> {
-    const hash = await this.services.keys.revoke(principalOf(req), keyId);
-    if (hash !== undefined) this.services.authenticator.drop(hash);
+    const p = principalOf(req);
+    const hash = await this.services.keys.revoke(p, keyId);
+    if (hash !== undefined) {
+      this.services.authenticator.drop(hash);
+      const key = await this.services.stores.keys.get(keyId);
+      await this.services.audit.changed(p, 'key.revoked', key?.conversationId ?? SYSTEM_CHAIN, req.id ?? '-', {
+        action: keyId,
+      });
+    }
     this.setStatus(204);
   }
 
@@ -150,7 +160,9 @@ export class KeysController extends Controller {
     @Path() id: Id,
     @Body() body: CreateAgentKeyBody,
   ): Promise<CreatedApiKey> {
-    const key = await this.services.keys.mintAgent(principalOf(req), id, body);
+    const p = principalOf(req);
+    const key = await this.services.keys.mintAgent(p, id, body);
+    await this.services.audit.changed(p, 'key.created', id, req.id ?? '-', { action: key.id });
     this.setStatus(201);
     return key;
   }

@@ -89,12 +89,19 @@ export class NegotiateController extends Controller {
     @Body() body: NegotiateBody,
     @Header('Idempotency-Key') idempotencyKey?: IdempotencyKey,
   ): Promise<NegotiationResult> {
+    const meta = { requestId: req.id ?? '-' };
     if (idempotencyKey === undefined) {
-      const result = await this.services.manager.negotiate(principalOf(req), conversationId, body);
+      const result = await this.services.manager.negotiate(principalOf(req), conversationId, body, { meta });
       this.setStatus(negotiationStatus(result));
       return result;
     }
-    const kept = await this.services.idempotency.negotiate(principalOf(req), conversationId, body, idempotencyKey);
+    const kept = await this.services.idempotency.negotiate(
+      principalOf(req),
+      conversationId,
+      body,
+      idempotencyKey,
+      meta,
+    );
     if (kept.replayed) this.setHeader('Idempotent-Replayed', 'true');
     this.setStatus(kept.status);
     return kept.body;

@@ -106,9 +106,20 @@ export class PermissionsController extends Controller {
     if (!this.services.catalog.snapshot().set.byName.has(tool)) {
       throw new AppError('not_found', `Unknown tool: ${tool.slice(0, 64)}`);
     }
-    return this.services.stores.permissions.setLevel(id, tool, body.level as PermissionLevel, actorOf(p), {
-      createOwner: p.subject,
-      ...(p.role === 'admin' ? {} : { requiredOwner: p.subject }),
+    const change = await this.services.stores.permissions.setLevel(
+      id,
+      tool,
+      body.level as PermissionLevel,
+      actorOf(p),
+      {
+        createOwner: p.subject,
+        ...(p.role === 'admin' ? {} : { requiredOwner: p.subject }),
+      },
+    );
+    await this.services.audit.changed(p, 'permission.changed', id, req.id ?? '-', {
+      tool,
+      action: `level-${change.previousLevel}-to-${change.level}`,
     });
+    return change;
   }
 }

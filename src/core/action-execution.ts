@@ -4,6 +4,7 @@
  * that refuses writes; the tool-timeout; the retry after a deadlock. Also the
  * dry run's argument check inside an isolated tool's worker.
  */
+import type { NegotiationTrail } from './audit';
 import { AppError, isUnavailable } from './errors';
 import type { OutcomeKeeper } from './idempotency';
 import { fail, type NegotiationResult, type Routing } from './negotiation';
@@ -68,6 +69,7 @@ export async function runAction(
   prefetched?: { name: string; resource: Resource | null },
   /** With an Idempotency-Key: the unit begins (and claims the key) before the handler, and keeps the outcome. */
   keeper?: OutcomeKeeper,
+  trail?: NegotiationTrail,
   attempt = 1,
 ): Promise<NegotiationResult> {
   // Only a write-level action gets a unit of work: a read-level context without one refuses writes.
@@ -120,16 +122,18 @@ export async function runAction(
     // A handler that swallowed a deadlock error returns over an aborted transaction: nothing would commit.
     if (sharedContext.conflicted) throw new Error('transaction aborted by a deadlock or serialization failure');
     const result: NegotiationResult = { success: true, output: output ?? null, ...decided };
-    // The kept outcome commits with the action's writes, or neither does.
+    // The kept outcome and the audit entry commit with the action's writes, or none does.
     if (keeper && unit) await keeper.keep(unit, result);
+    if (unit && trail) await trail.inUnit(unit, result);
     await unit?.commit();
     return result;
   } catch (err) {
     await unit?.rollback();
+    trail?.rolledBack();
     // The database broke a deadlock (or a serialization conflict) by aborting this action's transaction:
     // nothing of it committed, so the whole action runs again, in a fresh unit of work.
     if (sharedContext.conflicted && attempt < MAX_ACTION_ATTEMPTS) {
-      return runAction(deps, conversationId, action, args, decided, prefetched, keeper, attempt + 1);
+      return runAction(deps, conversationId, action, args, decided, prefetched, keeper, trail, attempt + 1);
     }
     if (err instanceof ToolError) return fail(err.code, err.message, decided);
     // Database trouble is the service's, not the tool's: the transport answers it (a 503), not a tool_error.

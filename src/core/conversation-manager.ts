@@ -7,6 +7,7 @@
  */
 import { checkInSandbox, runAction, type ExecutionDeps } from './action-execution';
 import type { ApprovalService } from './approvals';
+import type { AuditService, NegotiationAudit, NegotiationTrail } from './audit';
 import type { OutcomeKeeper } from './idempotency';
 import { fail, type NegotiateRequest, type NegotiationResult, type Routing } from './negotiation';
 import { LEVEL_NAMES, effectiveLevel, isLevel } from './permissions';
@@ -26,6 +27,8 @@ export interface ConversationManagerDeps extends ExecutionDeps {
   permissions: PermissionStore;
   conversations: ConversationStore;
   approvals: ApprovalService;
+  /** Without it nothing is audited (tools' own tests, benches of the bare path). */
+  audit?: AuditService;
 }
 
 export class ConversationManager {
@@ -41,16 +44,40 @@ export class ConversationManager {
     p: Principal,
     conversationId: string,
     req: NegotiateRequest,
-    /** With an Idempotency-Key (src/core/idempotency.ts): only an action that runs uses it. */
-    keeper?: OutcomeKeeper,
+    options: {
+      /** With an Idempotency-Key (src/core/idempotency.ts): only an action that runs uses it. */
+      keeper?: OutcomeKeeper;
+      /** What the audit entry records of the request (its id). */
+      meta?: NegotiationAudit;
+    } = {},
   ): Promise<NegotiationResult> {
     // An agent's key names its one conversation: any other is refused before any work.
     if (p.role === 'agent' && p.conversationId !== conversationId) throw notFound(conversationId);
+    // Every decision is audited: an action that wrote, with its transaction; the others queued (src/core/audit.ts).
+    const trail = this.deps.audit?.negotiation(p, conversationId, req, options.meta ?? { requestId: '-' });
+    let result: NegotiationResult;
+    try {
+      result = await this.decide(p, conversationId, req, trail, options.keeper);
+    } catch (err) {
+      trail?.failed(err);
+      throw err;
+    }
+    trail?.done(result);
+    return result;
+  }
+
+  private decide(
+    p: Principal,
+    conversationId: string,
+    req: NegotiateRequest,
+    trail: NegotiationTrail | undefined,
+    keeper: OutcomeKeeper | undefined,
+  ): Promise<NegotiationResult> {
     const snapshot = this.deps.catalog.snapshot();
     const special = parseSpecialAction(req.action);
     if (special?.kind === 'list-tools') return this.listTools(p, conversationId, req);
-    if (special) return this.upgrade(p, conversationId, snapshot, special.tool, special.levelText, req);
-    return this.routeAndRun(p, conversationId, snapshot, req, keeper);
+    if (special) return this.upgrade(p, conversationId, snapshot, special.tool, special.levelText, req, trail);
+    return this.routeAndRun(p, conversationId, snapshot, req, trail, keeper);
   }
 
   /** The conversation's owner as `p` may use it: created for a user or admin (not on a dry run), else read. */
@@ -83,6 +110,7 @@ export class ConversationManager {
     tool: string,
     levelText: string,
     req: NegotiateRequest,
+    trail: NegotiationTrail | undefined,
   ): Promise<NegotiationResult> {
     const level = /^[0-9]$/.test(levelText) ? Number(levelText) : NaN;
     if (!isLevel(level)) {
@@ -102,6 +130,16 @@ export class ConversationManager {
       createOwner: p.subject,
       ...(p.role === 'admin' ? {} : { requiredOwner: p.subject }),
     });
+    if (trail) {
+      await this.deps.audit?.record('permission.changed', {
+        conversationId,
+        actor: trail.actor,
+        requestId: trail.requestId,
+        tool,
+        action: `level-${change.previousLevel}-to-${change.level}`,
+        outcome: 'success',
+      });
+    }
     return { success: true, output: change, alignment: 'aligned' };
   }
 
@@ -171,7 +209,8 @@ export class ConversationManager {
     conversationId: string,
     snapshot: CatalogSnapshot,
     req: NegotiateRequest,
-    keeper?: OutcomeKeeper,
+    trail: NegotiationTrail | undefined,
+    keeper: OutcomeKeeper | undefined,
   ): Promise<NegotiationResult> {
     const route = snapshot.router.route(req.action, req.tool);
     switch (route.kind) {
@@ -194,6 +233,7 @@ export class ConversationManager {
           route.entry,
           { confidence: route.confidence, explicit: route.explicit },
           req,
+          trail,
           keeper,
         );
     }
@@ -205,7 +245,8 @@ export class ConversationManager {
     entry: RoutedAction,
     how: { confidence: number; explicit: boolean },
     req: NegotiateRequest,
-    keeper?: OutcomeKeeper,
+    trail: NegotiationTrail | undefined,
+    keeper: OutcomeKeeper | undefined,
   ): Promise<NegotiationResult> {
     const action = entry.loaded;
     const routing: Routing = {
@@ -223,6 +264,14 @@ export class ConversationManager {
     // Who may act here is decided from the owner read with the decision: no round trip of its own.
     const owner = ctx.exists ? ctx.owner : canCreate(p) ? p.subject : undefined;
     checkConversationAccess(p, conversationId, owner, 'negotiate', 'negotiate');
+    if (ctx.created && trail) {
+      await this.deps.audit?.record('conversation.created', {
+        conversationId,
+        actor: trail.actor,
+        requestId: trail.requestId,
+        outcome: 'success',
+      });
+    }
     if (ctx.policyProblem) {
       this.deps.logger.warn(
         { conversationId, problem: ctx.policyProblem },
@@ -291,7 +340,7 @@ export class ConversationManager {
       return problem ?? { success: true, alignment, routing };
     }
     const deps = claim ? { ...this.deps, claim } : this.deps;
-    return runAction(deps, conversationId, action, parsed.value, { alignment, routing }, ctx.prefetched, keeper);
+    return runAction(deps, conversationId, action, parsed.value, { alignment, routing }, ctx.prefetched, keeper, trail);
   }
 }
 

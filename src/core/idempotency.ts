@@ -25,6 +25,7 @@
  * same key is decided and run afresh.
  */
 import { createHash } from 'node:crypto';
+import type { NegotiationAudit } from './audit';
 import { AppError } from './errors';
 import type { NegotiateRequest, NegotiationResult } from './negotiation';
 import type { Transaction, UnitOfWork, UnitsOfWork } from './ports';
@@ -124,6 +125,7 @@ export interface IdempotencyDeps {
     conversationId: string,
     req: NegotiateRequest,
     keeper: OutcomeKeeper,
+    meta?: NegotiationAudit,
   ): Promise<NegotiationResult>;
   /** The transport's status for an outcome (kept with it). */
   statusOf(result: NegotiationResult): number;
@@ -164,6 +166,8 @@ export class IdempotentNegotiation {
     conversationId: string,
     req: NegotiateRequest,
     key: string,
+    /** What the audit entry records of the request (its id). */
+    meta?: NegotiationAudit,
   ): Promise<IdempotentOutcome> {
     // An agent's key names its one conversation: refused before any statement, as without a key.
     if (p.role === 'agent' && p.conversationId !== conversationId) {
@@ -190,7 +194,7 @@ export class IdempotentNegotiation {
       keep: async (unit, result) => store.keep(await unit.transaction(), ref, statusOf(result), result),
     };
     try {
-      const result = await this.deps.negotiate(p, conversationId, req, keeper);
+      const result = await this.deps.negotiate(p, conversationId, req, keeper, meta);
       return { status: statusOf(result), body: result, replayed: false };
     } catch (err) {
       if (!(err instanceof AlreadyKept)) throw err;

@@ -60,6 +60,8 @@ export interface ResourceStore {
 
 export interface DecisionContext {
   exists: boolean;
+  /** true when this load created the conversation (first use). */
+  created?: boolean;
   /** The conversation's owner (null: from before identities; undefined when it does not exist). */
   owner?: string | null;
   legacyLevel: number | null;
@@ -202,6 +204,8 @@ export interface KeyStore {
  */
 export interface UnitOfWork {
   transaction(): Promise<Transaction>;
+  /** The transaction when one was begun, without beginning one (undefined: nothing written yet). */
+  begun(): Promise<Transaction> | undefined;
   commit(): Promise<void>;
   rollback(): Promise<void>;
   /**

@@ -31,11 +31,11 @@ const DECISION_CREATE = `
     INSERT INTO conversations (id, owner) VALUES ($1, $3) ON CONFLICT (id) DO NOTHING
     RETURNING id, legacy_level, policy, owner
   ), conv AS (
-    SELECT id, legacy_level, policy, owner FROM created
+    SELECT id, legacy_level, policy, owner, true AS created FROM created
     UNION ALL
-    SELECT id, legacy_level, policy, owner FROM conversations WHERE id = $1
+    SELECT id, legacy_level, policy, owner, false AS created FROM conversations WHERE id = $1
   )
-  SELECT conv.legacy_level, conv.policy, conv.owner, ${LEVEL}
+  SELECT conv.legacy_level, conv.policy, conv.owner, ${LEVEL}, conv.created
   FROM conv LEFT JOIN tool_permissions p ON p.conversation_id = conv.id AND p.tool = $2
   LIMIT 1`;
 
@@ -44,6 +44,7 @@ type DecisionRow = {
   policy: unknown;
   owner: string | null;
   level: number | null;
+  created?: boolean;
 } & Partial<Record<keyof ResourceRow, unknown>>;
 
 export class SqlDecisionStore implements DecisionStore {
@@ -84,6 +85,7 @@ export class SqlDecisionStore implements DecisionStore {
     const { policy, problem } = readStoredPolicy(row.policy);
     return {
       exists: true,
+      ...(row.created ? { created: true } : {}),
       owner: row.owner,
       legacyLevel: row.legacy_level,
       policy,

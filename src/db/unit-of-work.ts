@@ -7,6 +7,21 @@ import type { Pool, PoolClient } from 'pg';
 import type { Transaction, UnitOfWork, UnitsOfWork } from '../core/ports';
 import { translateError } from './sql';
 
+/**
+ * Statements to send with a transaction's COMMIT, in the same simple query
+ * (one round trip for both): the audit entry of a write action
+ * (src/db/audit-store.ts). Keyed by the transaction's client.
+ */
+const withCommit = new WeakMap<PoolClient, string[]>();
+
+/** Sends `sql` (parameterless, literals escaped) just before `tx` commits; dropped if it rolls back. */
+export function sendWithCommit(tx: Transaction, sql: string): void {
+  const c = tx as unknown as PoolClient;
+  const list = withCommit.get(c);
+  if (list) list.push(sql);
+  else withCommit.set(c, [sql]);
+}
+
 export class LazyTransaction implements UnitOfWork {
   private pending: Promise<PoolClient> | undefined;
   /** Set once the action is over: a handler still running cannot start a new transaction. */
@@ -17,6 +32,10 @@ export class LazyTransaction implements UnitOfWork {
   transaction(): Promise<Transaction> {
     // The handle is the client itself: no wrapper per statement on the hot path.
     return this.client() as Promise<unknown> as Promise<Transaction>;
+  }
+
+  begun(): Promise<Transaction> | undefined {
+    return this.pending as Promise<unknown> as Promise<Transaction> | undefined;
   }
 
   private client(): Promise<PoolClient> {
@@ -44,8 +63,10 @@ export class LazyTransaction implements UnitOfWork {
     if (!this.pending) return;
     const c = await this.pending;
     this.pending = undefined;
+    const before = withCommit.get(c);
+    withCommit.delete(c);
     try {
-      await c.query('COMMIT');
+      await c.query(before ? `${before.join(';\n')};\nCOMMIT` : 'COMMIT');
       c.release();
     } catch (err) {
       c.release(err as Error);
@@ -64,6 +85,7 @@ export class LazyTransaction implements UnitOfWork {
     } catch {
       return; // BEGIN never happened.
     }
+    withCommit.delete(c);
     try {
       await c.query('ROLLBACK');
       c.release();
@@ -84,7 +106,9 @@ export class LazyTransaction implements UnitOfWork {
     this.pending = undefined;
     if (!pending) return;
     try {
-      (await pending).release(new Error('abandoned after the tool timed out'));
+      const c = await pending;
+      withCommit.delete(c);
+      c.release(new Error('abandoned after the tool timed out'));
     } catch {
       // BEGIN never happened.
     }

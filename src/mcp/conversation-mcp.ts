@@ -8,6 +8,7 @@
  * answers what the transport does not (JSON-RPC errors, problem+json).
  */
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { Router, type Request, type Response } from 'express';
 import { ID_RULE, isValidId } from '../core/resource-names';
 import { AppError, isUnavailable } from '../core/errors';
@@ -76,6 +77,8 @@ export function mcpRouter(services: Services, options: McpSessionOptions = {}): 
     }
     const transport = sessions.find(sessionId, conversationId, principal);
     if (!transport) return rpcError(res, 404, -32001, 'Session not found');
+    // The request id (given or made) as the tool calls see it (extra.authInfo): the audit records it.
+    (req as { auth?: AuthInfo }).auth = { token: '', clientId: '', scopes: [], extra: { requestId: req.id } };
     await transport.handleRequest(req, res, req.body);
   }
 

@@ -132,7 +132,7 @@ export function createConversationServer(services: Services, conversationId: str
     }
   });
 
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     const { name, arguments: args } = request.params;
     // A retry under an approval names it in the request's _meta (the args stay the action's own).
     const approvalId = approvalIdOf(request.params._meta);
@@ -143,11 +143,14 @@ export function createConversationServer(services: Services, conversationId: str
       );
     }
     try {
-      const result = await manager.negotiate(principal, conversationId, {
-        action: name,
-        args: args ?? {},
-        ...(approvalId !== undefined ? { approvalId } : {}),
-      });
+      const given = extra.authInfo?.extra?.requestId;
+      const requestId = typeof given === 'string' ? given : `mcp:${String(extra.requestId)}`;
+      const result = await manager.negotiate(
+        principal,
+        conversationId,
+        { action: name, args: args ?? {}, ...(approvalId !== undefined ? { approvalId } : {}) },
+        { meta: { requestId } },
+      );
       return toolResult(result);
     } catch (err) {
       throw internal(err, 'tools/call');

@@ -15,6 +15,7 @@ const ALL = [
   '20260301000000_identity',
   '20260401000000_approvals',
   '20260402000000_idempotency',
+  '20260403000000_audit',
 ];
 
 async function query<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
@@ -59,6 +60,9 @@ describe('db:migrate', () => {
       '_prisma_migrations',
       'api_keys',
       'approvals',
+      'audit_heads',
+      'audit_log',
+      'audit_pending',
       'conversations',
       'idempotency_keys',
       'permission_history',

@@ -197,8 +197,15 @@ describe('tools/call', () => {
       expect(JSON.parse(text(add))).toEqual({ result: 5 });
 
       // Every call went the one way in, as the session's principal (the test admin).
-      expect(negotiate).toHaveBeenCalledWith(ENV_ADMIN, id, { action: 'example-tool_greet', args: { name: 'MCP' } });
-      expect(negotiate).toHaveBeenCalledWith(ENV_ADMIN, id, { action: 'calculator_add', args: { a: 2, b: 3 } });
+      // With the HTTP request's X-Request-Id, for the audit.
+      const audit = { requestId: expect.stringMatching(/^[0-9a-f-]{36}$/) as unknown };
+      expect(negotiate).toHaveBeenCalledWith(
+        ENV_ADMIN,
+        id,
+        { action: 'example-tool_greet', args: { name: 'MCP' } },
+        audit,
+      );
+      expect(negotiate).toHaveBeenCalledWith(ENV_ADMIN, id, { action: 'calculator_add', args: { a: 2, b: 3 } }, audit);
     } finally {
       negotiate.mockRestore();
     }

@@ -80,6 +80,7 @@ export async function createTestApp(env: Record<string, string> = {}, options: T
       services.authenticator.stop();
       services.approvals.stopSweeper();
       await registry.close();
+      await services.audit.close();
       await db.close();
       if (!options.replicaOf) await database.close();
     },

@@ -1,0 +1,102 @@
+import { Controller, Get, Path, Query, Request, Response, Route, Tags } from '@tsoa/runtime';
+import type { Request as ExRequest } from 'express';
+import { principalOf } from '../http/authenticate';
+import type { Problem } from '../http/problem';
+import type { Services } from '../services';
+import type { Id } from './types';
+
+/**
+ * One audit entry. `hash` = SHA-256 hex of `prevHash` + the canonical JSON
+ * (keys sorted recursively, no whitespace, absent fields left out) of the
+ * entry without `hash`; the first entry's `prevHash` is 64 zeros.
+ */
+export interface AuditLogEntry {
+  /** Global order of sealing; increasing within a conversation, not contiguous. */
+  seq: number;
+  /** Epoch milliseconds. */
+  at: number;
+  conversationId: string;
+  /** `user:SUBJECT`, `admin:SUBJECT`, `agent:KEY_ID`. */
+  actor: string;
+  /**
+   * `negotiate`, `negotiate.dry_run`, `permission.changed`, `key.created`,
+   * `key.revoked`, `conversation.created`, `conversation.deleted`,
+   * `approval.requested`, `approval.decided`.
+   */
+  event: string;
+  tool?: string;
+  /** The action (negotiate); `level-A-to-B` (permission.changed); the key id (key events). */
+  action?: string;
+  /** `success`, or the outcome's code (`permission_required`, `tool_error`, `unavailable`, …). */
+  outcome: string;
+  /** The HTTP status REST gives a negotiate outcome (also for MCP calls). */
+  status?: number;
+  /** SHA-256 hex of the args' canonical JSON; the args are never stored. */
+  argsDigest?: string;
+  approvalId?: string;
+  /** The request's X-Request-Id. */
+  requestId: string;
+  prevHash: string;
+  hash: string;
+}
+
+export interface AuditLogPage {
+  entries: AuditLogEntry[];
+  /** Pass as `after` for the next page; null on the last page. */
+  nextCursor: number | null;
+}
+
+export interface AuditVerification {
+  /** false when a stored entry was altered, removed or reordered. */
+  ok: boolean;
+  /** The number of entries checked (up to the first broken one). */
+  entries: number;
+  /** With ok: the chain's last hash (64 zeros for an empty chain). */
+  head?: string;
+  /** Without ok: the seq of the first entry that fails (for entries removed from the end, the last one's). */
+  brokenAt?: number;
+}
+
+@Route('conversations')
+@Tags('Audit')
+export class AuditController extends Controller {
+  constructor(private readonly services: Services) {
+    super();
+  }
+
+  /**
+   * The conversation's audit entries, oldest first (owner, admin). Entries
+   * outlive the conversation: after its deletion, admins still read them here.
+   * Admin and user keys' events are in the chain `_system` (admins only).
+   * @param after Entries with a greater seq (a previous page's nextCursor); 0 from the start.
+   * @isLong after must be an integer
+   * @minimum after 0
+   * @param limit Page size, 1 to 500.
+   * @isInt limit must be an integer from 1 to 500
+   * @minimum limit 1
+   * @maximum limit 500
+   */
+  @Get('{id}/audit')
+  @Response<Problem>(400, 'Bad after or limit, or an invalid id')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents may not read the audit log')
+  @Response<Problem>(404, 'No such conversation (and no entries), or one the caller may not see')
+  public async list(
+    @Request() req: ExRequest,
+    @Path() id: Id,
+    @Query() after: number = 0,
+    @Query() limit: number = 100,
+  ): Promise<AuditLogPage> {
+    return this.services.audit.list(principalOf(req), id, after, limit);
+  }
+
+  /** Recomputes the conversation's hash chain (owner, admin). */
+  @Get('{id}/audit/verify')
+  @Response<Problem>(400, 'An invalid id')
+  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(403, 'Agents may not verify the audit log')
+  @Response<Problem>(404, 'No such conversation (and no entries), or one the caller may not see')
+  public async verify(@Request() req: ExRequest, @Path() id: Id): Promise<AuditVerification> {
+    return this.services.audit.verify(principalOf(req), id);
+  }
+}

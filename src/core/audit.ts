@@ -1,0 +1,371 @@
+/**
+ * The audit log (API.md, Audit): who did what, per conversation, as a hash
+ * chain nobody can quietly edit.
+ *
+ * An entry is recorded in one of three ways, by what it is about:
+ * - inside a transaction (`record(event, fields, tx)`): it commits with that
+ *   transaction's writes, or not at all (a write action's entry);
+ * - at once (`record(event, fields)`): committed before the call returns
+ *   (permission changes, keys, conversations; one round trip, off the hot path);
+ * - queued (`queue(event, fields)`): read-only decisions and refusals, written
+ *   in batches within AUDIT_FLUSH_MS so the read path adds no round trip.
+ * Either way it lands in a pending table first; one sealer at a time (any
+ * replica) numbers pending entries in seal order and chains them.
+ */
+import { hash } from 'node:crypto';
+import type { ConversationAccess } from './access';
+import { AppError } from './errors';
+import type { NegotiateRequest, NegotiationResult } from './negotiation';
+import type { Transaction, UnitOfWork } from './ports';
+import { type Principal, actorOf } from './principal';
+
+/** What an entry records. The approval events are written by the approvals code. */
+export type AuditEvent =
+  | 'negotiate'
+  | 'negotiate.dry_run'
+  | 'permission.changed'
+  | 'key.created'
+  | 'key.revoked'
+  | 'conversation.created'
+  | 'conversation.deleted'
+  | 'approval.requested'
+  | 'approval.decided';
+
+/** The caller's part of an entry; `at` is the moment of recording. */
+export interface AuditFields {
+  conversationId: string;
+  /** As in the permission history: `user:S`, `admin:S`, `agent:KEYID` (actorOf), `expiry`. */
+  actor: string;
+  /** The request's X-Request-Id. */
+  requestId: string;
+  /** `success`, or the outcome's code (`permission_required`, `tool_error`, …). */
+  outcome: string;
+  tool?: string;
+  action?: string;
+  /** The HTTP status REST gives the outcome. */
+  status?: number;
+  /** SHA-256 hex of the args' canonical JSON (argsDigest()); the args themselves are never stored. */
+  argsDigest?: string;
+  approvalId?: string;
+}
+
+/** An entry before sealing. */
+export interface PendingEntry extends AuditFields {
+  event: AuditEvent;
+  /** Epoch milliseconds. */
+  at: number;
+}
+
+/** A sealed entry, as GET …/audit shows it. Absent optional fields are absent (not null) in the hash too. */
+export interface AuditEntry {
+  seq: number;
+  at: number;
+  conversationId: string;
+  actor: string;
+  event: string;
+  tool?: string;
+  action?: string;
+  outcome: string;
+  status?: number;
+  argsDigest?: string;
+  approvalId?: string;
+  requestId: string;
+  prevHash: string;
+  hash: string;
+}
+
+export const GENESIS_HASH = '0'.repeat(64);
+
+/** JSON with object keys sorted (recursively, by code unit) and no whitespace; undefined members left out. */
+export function canonicalJson(value: unknown): string {
+  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
+  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`;
+  const obj = value as Record<string, unknown>;
+  const members = Object.keys(obj)
+    .sort()
+    .filter((k) => obj[k] !== undefined && typeof obj[k] !== 'function')
+    .map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`);
+  return `{${members.join(',')}}`;
+}
+
+export function sha256Hex(text: string): string {
+  return hash('sha256', text, 'hex');
+}
+
+/** The digest an entry keeps instead of the args. */
+export function argsDigest(args: unknown): string {
+  return sha256Hex(canonicalJson(args ?? {}));
+}
+
+/** hash = SHA-256 hex of prevHash + the canonical JSON of the entry without `hash`. */
+export function entryHash(entry: Omit<AuditEntry, 'hash'> & { hash?: string }): string {
+  const { hash: _ignored, ...rest } = entry;
+  return sha256Hex(entry.prevHash + canonicalJson(rest));
+}
+
+/** Chains pending entries (in seal order) after `head` (GENESIS_HASH for a new chain). */
+export function chainEntries(
+  pending: Array<{ entry: PendingEntry; seq: number }>,
+  heads: Map<string, string>,
+): AuditEntry[] {
+  return pending.map(({ entry, seq }) => {
+    const prevHash = heads.get(entry.conversationId) ?? GENESIS_HASH;
+    const unsealed: Omit<AuditEntry, 'hash'> = { seq, prevHash, ...entry };
+    const sealed = { ...unsealed, hash: entryHash(unsealed) };
+    heads.set(entry.conversationId, sealed.hash);
+    return sealed;
+  });
+}
+
+export type VerifyResult =
+  { ok: true; entries: number; head: string } | { ok: false; entries: number; brokenAt: number };
+
+/**
+ * Checks one conversation's chain page by page: each entry's hash recomputes
+ * and its prevHash is the previous entry's hash; the last one is the recorded
+ * head. `brokenAt` is the seq of the first entry that fails (for entries
+ * removed from the end, the head's seq).
+ */
+export class ChainVerifier {
+  private prev = GENESIS_HASH;
+  private count = 0;
+  private broken: number | undefined;
+
+  add(entries: AuditEntry[]): boolean {
+    for (const e of entries) {
+      if (this.broken !== undefined) return false;
+      this.count++;
+      if (e.prevHash !== this.prev || entryHash(e) !== e.hash) this.broken = e.seq;
+      this.prev = e.hash;
+    }
+    return this.broken === undefined;
+  }
+
+  result(head: { seq: number; hash: string } | undefined): VerifyResult {
+    if (this.broken === undefined && (head?.hash ?? GENESIS_HASH) !== this.prev) {
+      this.broken = head?.seq ?? -1;
+    }
+    return this.broken === undefined
+      ? { ok: true, entries: this.count, head: this.prev }
+      : { ok: false, entries: this.count, brokenAt: this.broken };
+  }
+}
+
+/** Where entries go (src/db/audit-store.ts). */
+export interface AuditStore {
+  /** Written by `tx`'s COMMIT (sent with it: no round trip of its own); gone if it rolls back. */
+  inTransaction(tx: Transaction, entry: PendingEntry): void;
+  /** Committed before it resolves. */
+  insert(entry: PendingEntry): Promise<void>;
+  /** Written in a batch within the flush interval (lost if the process dies before). */
+  enqueue(entry: PendingEntry): void;
+  /** Writes what is queued now. */
+  flush(): Promise<void>;
+  /** Moves every committed pending entry into the log (waits for a sealer running elsewhere). */
+  seal(): Promise<void>;
+  /** Sealed entries after `after`, oldest first. */
+  page(conversationId: string, after: number, limit: number): Promise<AuditEntry[]>;
+  head(conversationId: string): Promise<{ seq: number; hash: string } | undefined>;
+  /** Flushes, seals and stops its timers. */
+  close(): Promise<void>;
+}
+
+/** What negotiate's transport hands it to audit the call. */
+export interface NegotiationAudit {
+  /** The request's X-Request-Id. */
+  requestId: string;
+}
+
+/** The REST status of a negotiation outcome (src/http/negotiate-status.ts, given at wiring). */
+export type StatusOf = (result: NegotiationResult) => number;
+
+export interface AuditPage {
+  entries: AuditEntry[];
+  /** Pass as `after` for the next page; null on the last page. */
+  nextCursor: number | null;
+}
+
+const VERIFY_PAGE = 1000;
+
+/**
+ * The chain of events that belong to no conversation (admin and user keys'
+ * creation and revocation). Only admins read it, whoever owns a conversation
+ * of that id.
+ */
+export const SYSTEM_CHAIN = '_system';
+
+export class AuditService {
+  constructor(
+    private readonly store: AuditStore,
+    private readonly access: ConversationAccess,
+    private readonly statusOf: StatusOf,
+    private readonly now: () => number = Date.now,
+  ) {}
+
+  /**
+   * Appends an entry: with `tx`, it commits with that transaction (a unit of
+   * work's, UnitOfWork.transaction()); without, it is committed before this
+   * resolves.
+   */
+  record(event: AuditEvent, fields: AuditFields, tx?: Transaction): Promise<void> {
+    const entry: PendingEntry = { ...fields, event, at: this.now() };
+    if (tx === undefined) return this.store.insert(entry);
+    this.store.inTransaction(tx, entry);
+    return Promise.resolve();
+  }
+
+  /** A change `p` made (committed before this resolves): permission, key, conversation. */
+  changed(
+    p: Principal,
+    event: AuditEvent,
+    conversationId: string,
+    requestId: string,
+    extra: Partial<AuditFields> = {},
+  ): Promise<void> {
+    return this.record(event, { conversationId, actor: actorOf(p), requestId, outcome: 'success', ...extra });
+  }
+
+  /** Appends an entry in the next batch: for read-only decisions and refusals (see the README's crash guarantees). */
+  queue(event: AuditEvent, fields: AuditFields): void {
+    this.store.enqueue({ ...fields, event, at: this.now() });
+  }
+
+  /** The trail of one negotiate call. */
+  negotiation(p: Principal, conversationId: string, req: NegotiateRequest, meta: NegotiationAudit): NegotiationTrail {
+    return new NegotiationTrail(this, this.statusOf, {
+      conversationId,
+      actor: actorOf(p),
+      requestId: meta.requestId,
+      argsDigest: argsDigest(req.args),
+      ...(req.tool !== undefined ? { tool: printable(req.tool) } : {}),
+      action: printable(req.action),
+      event: req.dryRun ? 'negotiate.dry_run' : 'negotiate',
+    });
+  }
+
+  /** `GET /conversations/{id}/audit` (owner, admin): sealed entries, oldest first. */
+  async list(p: Principal, conversationId: string, after: number, limit: number): Promise<AuditPage> {
+    await this.checkAccess(p, conversationId, 'read the audit log');
+    await this.store.flush();
+    await this.store.seal();
+    const page = await this.store.page(conversationId, after, limit + 1);
+    if (page.length === 0 && after === 0) await this.mustExist(conversationId);
+    const more = page.length > limit;
+    const entries = more ? page.slice(0, limit) : page;
+    return { entries, nextCursor: more ? entries[entries.length - 1]!.seq : null };
+  }
+
+  /** `GET /conversations/{id}/audit/verify` (owner, admin). */
+  async verify(p: Principal, conversationId: string): Promise<VerifyResult> {
+    await this.checkAccess(p, conversationId, 'verify the audit log');
+    await this.store.flush();
+    await this.store.seal();
+    const verifier = new ChainVerifier();
+    let after = 0;
+    for (;;) {
+      const page = await this.store.page(conversationId, after, VERIFY_PAGE);
+      if (!verifier.add(page) || page.length < VERIFY_PAGE) break;
+      after = page[page.length - 1]!.seq;
+    }
+    const head = await this.store.head(conversationId);
+    const result = verifier.result(head);
+    if (result.entries === 0 && head === undefined) await this.mustExist(conversationId);
+    return result;
+  }
+
+  /** Writes what is queued, seals, and stops the timers (shutdown). */
+  close(): Promise<void> {
+    return this.store.close();
+  }
+
+  /** As every other endpoint under the conversation (owner, admin; an agent 403 in its own, 404 elsewhere). */
+  private async checkAccess(p: Principal, conversationId: string, what: string): Promise<void> {
+    if (conversationId === SYSTEM_CHAIN && p.role !== 'admin') {
+      throw new AppError('not_found', `Conversation not found: ${conversationId}`);
+    }
+    await this.access.check(p, conversationId, 'manage', what);
+  }
+
+  /** An admin passes access checks without a read: a conversation with neither entries nor a row is not found. */
+  private async mustExist(conversationId: string): Promise<void> {
+    if (conversationId !== SYSTEM_CHAIN && (await this.access.ownerOf(conversationId)) === undefined) {
+      throw new AppError('not_found', `Conversation not found: ${conversationId}`);
+    }
+  }
+}
+
+/** Free text from the request (an action that routed nowhere) as a bounded, storable string. */
+function printable(text: string): string {
+  return text.slice(0, 128).replace(/[^\x20-\x7e]/g, '?');
+}
+
+type TrailBase = Omit<AuditFields, 'outcome'> & { event: AuditEvent };
+
+/**
+ * One negotiate call's entry: written with the action's transaction when it
+ * wrote something (commit both or neither), else queued once the outcome is
+ * known (read-only success, refusal, error; a write action rolled back is
+ * recorded so, as its error, without its writes).
+ */
+export class NegotiationTrail {
+  private recorded = false;
+
+  constructor(
+    private readonly audit: AuditService,
+    private readonly statusOf: StatusOf,
+    readonly base: TrailBase,
+  ) {}
+
+  get actor(): string {
+    return this.base.actor;
+  }
+
+  get requestId(): string {
+    return this.base.requestId;
+  }
+
+  private fields(result: NegotiationResult): AuditFields {
+    const { event: _event, ...base } = this.base;
+    return {
+      ...base,
+      ...(result.routing ? { tool: result.routing.tool, action: result.routing.action } : {}),
+      outcome: result.success ? 'success' : (result.code ?? 'error'),
+      status: this.statusOf(result),
+    };
+  }
+
+  /** Before the unit commits: when it has a transaction open, the entry goes with its COMMIT. */
+  async inUnit(unit: UnitOfWork, result: NegotiationResult): Promise<void> {
+    const tx = unit.begun();
+    if (tx === undefined) return;
+    await this.audit.record(this.base.event, this.fields(result), await tx);
+    this.recorded = true;
+  }
+
+  /** The unit rolled back after inUnit: its entry went with it. */
+  rolledBack(): void {
+    this.recorded = false;
+  }
+
+  /** The call's outcome, unless its entry went with its transaction. */
+  done(result: NegotiationResult): void {
+    if (this.recorded) return;
+    this.recorded = true;
+    this.audit.queue(this.base.event, this.fields(result));
+  }
+
+  /** The call ended in an error the transport answers (503, 403 forbidden): recorded with its code. */
+  failed(err: unknown): void {
+    if (this.recorded) return;
+    const code = err instanceof AppError || (err instanceof Error && 'code' in err) ? String(err.code) : 'internal';
+    // A conversation the caller may not see (or that does not exist) gets no entry: nothing was decided in it.
+    if (code === 'not_found') return;
+    this.recorded = true;
+    const { event, ...base } = this.base;
+    this.audit.queue(event, {
+      ...base,
+      outcome: code,
+      status: code === 'unavailable' ? 503 : code === 'forbidden' ? 403 : 500,
+    });
+  }
+}
