@@ -8,10 +8,11 @@
 import type { Server } from 'node:http';
 import { Client } from 'pg';
 import type supertest from 'supertest';
-import { request } from '../support/auth';
+import { TEST_ADMIN_TOKEN, request } from '../support/auth';
 import { uniqueId } from '../support/ids';
 import { expectProblem, listen, mintKey, mintAgentKey, stopListening } from '../support/identity';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { lockKey } from '../../src/db/idempotency-store';
 
 let t: TestApp;
 let server: Server;
@@ -63,6 +64,16 @@ async function version(id: string): Promise<number> {
     [id, 'doc'],
   );
   return rows[0]!.version;
+}
+
+/** The test admin as src/core/principal.ts principalKey names it. */
+async function adminPrincipal(): Promise<string> {
+  const me = (await request(base, TEST_ADMIN_TOKEN).get('/me').expect(200)).body as {
+    keyId?: string;
+    role: string;
+    subject: string;
+  };
+  return me.keyId !== undefined ? `key:${me.keyId}` : `${me.role}:${me.subject}`;
 }
 
 async function keptRows(id: string): Promise<number> {
@@ -122,6 +133,32 @@ describe('replay', () => {
     const after = await negotiate(base, id, update(7), 'race').expect(200);
     expect(after.headers['idempotent-replayed']).toBe('true');
     expect(await version(id)).toBe(2);
+  });
+
+  it('while a request holds the key it is 409 conflict at once; when that one rolls back, the key runs', async () => {
+    const id = await conversationWithDoc();
+    // Another request's transaction, as the claim leaves it: the key's lock and an uncommitted claim row.
+    const other = new Client(t.database.client);
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      const ref = { conversationId: id, principal: await adminPrincipal(), key: 'held' };
+      await other.query('SELECT pg_advisory_xact_lock($1::bigint)', [lockKey(ref)]);
+      await other.query(
+        'INSERT INTO idempotency_keys (conversation_id, principal, key, request_digest) VALUES ($1, $2, $3, $4)',
+        [ref.conversationId, ref.principal, ref.key, 'x'],
+      );
+      const started = Date.now();
+      expectProblem(await negotiate(base, id, update(1), 'held'), 409, 'conflict');
+      expect(Date.now() - started).toBeLessThan(2000);
+      expect(await version(id)).toBe(1);
+      await other.query('ROLLBACK');
+      const ran = await negotiate(base, id, update(1), 'held').expect(200);
+      expect(ran.headers['idempotent-replayed']).toBeUndefined();
+      expect(await version(id)).toBe(2);
+    } finally {
+      await other.end();
+    }
   });
 
   it('a kept outcome is replayed after a restart (another app on the same database)', async () => {
