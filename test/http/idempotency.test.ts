@@ -277,6 +277,16 @@ describe('what is kept', () => {
   });
 });
 
+describe('pool', () => {
+  it("keyed read actions read in their own transaction: more of them than the pool's connections all answer", async () => {
+    const id = await conversationWithDoc();
+    // The test app's pool has 5 connections; each keyed call holds one for its transaction.
+    const list = { action: 'data-tool/list-resources', args: {} };
+    const responses = await Promise.all(Array.from({ length: 12 }, (_, i) => negotiate(base, id, list, `pool-${i}`)));
+    expect(responses.map((r) => r.status)).toEqual(responses.map(() => 200));
+  });
+});
+
 describe('purge', () => {
   it('an outcome older than 24 hours is ignored, then purged, and the key runs again', async () => {
     const id = await conversationWithDoc();
