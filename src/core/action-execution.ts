@@ -87,6 +87,7 @@ export async function runAction(
     toolName: action.tool,
     resources: deps.resources,
     unit: action.level === 1 ? undefined : unit,
+    readUnit: action.level === 1 ? unit : undefined,
     prefetched,
   });
   // Aborted on timeout: an isolated (TOOLS_DIR) action's worker is then terminated. Only isolated

@@ -28,6 +28,12 @@ export interface SharedContextOptions {
    * without locks.
    */
   unit?: UnitOfWork;
+  /**
+   * A read-level action's unit when it has one (a call with an
+   * Idempotency-Key): its reads run there, without locks, so the call never
+   * needs a second pool connection while its transaction holds one.
+   */
+  readUnit?: UnitOfWork;
   /** A resource already read with the permission check (a read action's declared prefetch). */
   prefetched?: { name: string; resource: Resource | null };
 }
@@ -64,6 +70,11 @@ export class ConversationSharedContext implements SharedContext {
     return this.o.unit.transaction();
   }
 
+  /** Where a read-level action reads: its keyed unit's transaction, or on its own (undefined). */
+  private reader(): Promise<Transaction> | undefined {
+    return this.o.readUnit?.transaction();
+  }
+
   async createResource(name: string, data: unknown): Promise<Resource> {
     assertResourceName(name);
     const json = this.o.resources.encode(data);
@@ -84,7 +95,7 @@ export class ConversationSharedContext implements SharedContext {
     }
     const early = this.o.prefetched;
     if (early && early.name === name) return early.resource ?? undefined;
-    return store.get(this.o.conversationId, name);
+    return store.get(this.o.conversationId, name, await this.reader());
   }
 
   async updateResource(name: string, data: unknown): Promise<Resource> {
@@ -99,7 +110,7 @@ export class ConversationSharedContext implements SharedContext {
   }
 
   async listResources(options: { prefix?: string } = {}): Promise<Resource[]> {
-    const tx = this.o.unit ? await this.o.unit.transaction() : undefined;
+    const tx = this.o.unit ? await this.o.unit.transaction() : await this.reader();
     return this.track(this.o.resources.store.list(this.o.conversationId, { prefix: options.prefix }, tx));
   }
 

@@ -44,7 +44,7 @@ const KEEP = `
 const PURGE = `DELETE FROM idempotency_keys WHERE created_at < now() - ${TTL}`;
 
 /** The advisory lock's key: 64 bits of a hash of the reference (a collision only makes a call 409). */
-function lockKey(ref: IdempotencyRef): string {
+export function lockKey(ref: IdempotencyRef): string {
   const h = createHash('sha256')
     .update(JSON.stringify([ref.conversationId, ref.principal, ref.key]))
     .digest();

@@ -8,10 +8,12 @@
 import type { Server } from 'node:http';
 import { Client } from 'pg';
 import type supertest from 'supertest';
-import { request } from '../support/auth';
+import { TEST_ADMIN_TOKEN, request } from '../support/auth';
+import { serverUrl } from '../support/db-server';
 import { uniqueId } from '../support/ids';
 import { expectProblem, listen, mintKey, mintAgentKey, stopListening } from '../support/identity';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { lockKey } from '../../src/db/idempotency-store';
 
 let t: TestApp;
 let server: Server;
@@ -63,6 +65,16 @@ async function version(id: string): Promise<number> {
     [id, 'doc'],
   );
   return rows[0]!.version;
+}
+
+/** The test admin as src/core/principal.ts principalKey names it. */
+async function adminPrincipal(): Promise<string> {
+  const me = (await request(base, TEST_ADMIN_TOKEN).get('/me').expect(200)).body as {
+    keyId?: string;
+    role: string;
+    subject: string;
+  };
+  return me.keyId !== undefined ? `key:${me.keyId}` : `${me.role}:${me.subject}`;
 }
 
 async function keptRows(id: string): Promise<number> {
@@ -123,6 +135,36 @@ describe('replay', () => {
     expect(after.headers['idempotent-replayed']).toBe('true');
     expect(await version(id)).toBe(2);
   });
+
+  // Needs two sessions: on the embedded database (one session) transactions never overlap.
+  (serverUrl() ? it : it.skip)(
+    'while a request holds the key it is 409 conflict at once; when that one rolls back, the key runs',
+    async () => {
+      const id = await conversationWithDoc();
+      // Another request's transaction, as the claim leaves it: the key's lock and an uncommitted claim row.
+      const other = new Client(t.database.client);
+      await other.connect();
+      try {
+        await other.query('BEGIN');
+        const ref = { conversationId: id, principal: await adminPrincipal(), key: 'held' };
+        await other.query('SELECT pg_advisory_xact_lock($1::bigint)', [lockKey(ref)]);
+        await other.query(
+          'INSERT INTO idempotency_keys (conversation_id, principal, key, request_digest) VALUES ($1, $2, $3, $4)',
+          [ref.conversationId, ref.principal, ref.key, 'x'],
+        );
+        const started = Date.now();
+        expectProblem(await negotiate(base, id, update(1), 'held'), 409, 'conflict');
+        expect(Date.now() - started).toBeLessThan(2000);
+        expect(await version(id)).toBe(1);
+        await other.query('ROLLBACK');
+        const ran = await negotiate(base, id, update(1), 'held').expect(200);
+        expect(ran.headers['idempotent-replayed']).toBeUndefined();
+        expect(await version(id)).toBe(2);
+      } finally {
+        await other.end();
+      }
+    },
+  );
 
   it('a kept outcome is replayed after a restart (another app on the same database)', async () => {
     const id = await conversationWithDoc();
@@ -235,6 +277,16 @@ describe('what is kept', () => {
   });
 });
 
+describe('pool', () => {
+  it("keyed read actions read in their own transaction: more of them than the pool's connections all answer", async () => {
+    const id = await conversationWithDoc();
+    // The test app's pool has 5 connections; each keyed call holds one for its transaction.
+    const list = { action: 'data-tool/list-resources', args: {} };
+    const responses = await Promise.all(Array.from({ length: 12 }, (_, i) => negotiate(base, id, list, `pool-${i}`)));
+    expect(responses.map((r) => r.status)).toEqual(responses.map(() => 200));
+  });
+});
+
 describe('purge', () => {
   it('an outcome older than 24 hours is ignored, then purged, and the key runs again', async () => {
     const id = await conversationWithDoc();
@@ -276,7 +328,8 @@ describe('SQL round trips', () => {
     }
   }
 
-  it('without a key: read 1, write 4; with a key: counted', async () => {
+  // Counted on a server: the embedded database's connections send statements unnamed, through their own query.
+  (serverUrl() ? it : it.skip)('without a key: read 1, write 4; with a key: counted', async () => {
     const id = await conversationWithDoc();
     const read = { action: 'data-tool/read-resource', args: { name: 'doc' } };
     expect(await statements(() => negotiate(base, id, read).expect(200))).toEqual(['decision_prefetch']);
