@@ -17,7 +17,7 @@ import { ToolCatalog } from './core/tool-catalog';
 import { ToolRegistry, type ToolRegistryOptions } from './core/tool-registry';
 import type { Database } from './db/database';
 import { SqlApprovalStore } from './db/approval-store';
-import { SqlAuditStore } from './db/audit-store';
+import { AUDIT_DEFAULTS, type AuditStoreOptions, SqlAuditStore } from './db/audit-store';
 import { negotiationStatus } from './http/negotiate-status';
 import { openStores } from './db/stores';
 import type { Logger } from './logger';
@@ -34,6 +34,7 @@ export function wireServices(
   db: Database,
   registryOverrides: Pick<ToolRegistryOptions, 'debounceMs' | 'loadTimeoutMs' | 'isolateToolsDir'> = {},
   authOptions: AuthenticatorOptions = {},
+  auditOptions: AuditStoreOptions = AUDIT_DEFAULTS,
 ): Wired {
   const registry = new ToolRegistry({
     extraDir: config.toolsDir,
@@ -50,7 +51,7 @@ export function wireServices(
   });
   const access = new ConversationAccess(stores.conversations);
   const audit = new AuditService(
-    new SqlAuditStore(db.pool, logger.child({ component: 'audit' })),
+    new SqlAuditStore(db.pool, logger.child({ component: 'audit' }), auditOptions),
     access,
     negotiationStatus,
   );

@@ -198,7 +198,7 @@ describe('tools/call', () => {
 
       // Every call went the one way in, as the session's principal (the test admin).
       // With the HTTP request's X-Request-Id, for the audit.
-      const audit = { requestId: expect.stringMatching(/^[0-9a-f-]{36}$/) as unknown };
+      const audit = { meta: { requestId: expect.stringMatching(/^[0-9a-f-]{36}$/) as unknown } };
       expect(negotiate).toHaveBeenCalledWith(
         ENV_ADMIN,
         id,

@@ -10,6 +10,7 @@ import { type Database, openDatabase } from '../../src/db/database';
 import { createLogger } from '../../src/logger';
 import type { Services } from '../../src/services';
 import { wireServices } from '../../src/bootstrap';
+import { AUDIT_DEFAULTS, type AuditStoreOptions } from '../../src/db/audit-store';
 import type { AuthenticatorOptions } from '../../src/auth/authenticator';
 import { TEST_AUTH_ENV } from './auth';
 import type { ToolRegistry, ToolRegistryOptions } from '../../src/core/tool-registry';
@@ -43,6 +44,8 @@ export interface TestAppOptions {
    * does; off by default, so the other suites' query counts see none of it.
    */
   sweepApprovals?: boolean;
+  /** The audit's batching and sealing intervals (src/db/audit-store.ts); the defaults unless given. */
+  audit?: Partial<AuditStoreOptions>;
 }
 
 export async function createTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
@@ -64,6 +67,7 @@ export async function createTestApp(env: Record<string, string> = {}, options: T
     db,
     { debounceMs: 50, ...options.registry },
     options.auth ?? {},
+    { ...AUDIT_DEFAULTS, ...options.audit },
   );
   await registry.load();
   services.authenticator.start();
