@@ -121,7 +121,9 @@ export class ApprovalsController extends Controller {
     @Path() approvalId: Id,
     @Body() body: ApproveBody,
   ): Promise<ApprovalView> {
-    return this.services.approvals.approve(principalOf(req), id, approvalId, body);
+    const approval = await this.services.approvals.approve(principalOf(req), id, approvalId, body);
+    await this.decided(req, approval, `approved:${body.scope}`);
+    return approval;
   }
 
   /** Rejects a pending request (owner, admin; never an agent); a retry then answers approval_rejected with the reason. */
@@ -138,6 +140,19 @@ export class ApprovalsController extends Controller {
     @Path() approvalId: Id,
     @Body() body: RejectBody,
   ): Promise<ApprovalView> {
-    return this.services.approvals.reject(principalOf(req), id, approvalId, body.reason);
+    const approval = await this.services.approvals.reject(principalOf(req), id, approvalId, body.reason);
+    await this.decided(req, approval, 'rejected');
+    return approval;
+  }
+
+  /** The decision's audit entry (committed before the answer). */
+  private decided(req: ExRequest, approval: ApprovalView, outcome: string): Promise<void> {
+    return this.services.audit.changed(principalOf(req), 'approval.decided', approval.conversationId, req.id ?? '-', {
+      approvalId: approval.id,
+      tool: approval.tool,
+      action: approval.action,
+      argsDigest: approval.argsDigest,
+      outcome,
+    });
   }
 }

@@ -239,6 +239,7 @@ export class AuditService {
       argsDigest: argsDigest(req.args),
       ...(req.tool !== undefined ? { tool: printable(req.tool) } : {}),
       action: printable(req.action),
+      ...(req.approvalId !== undefined ? { approvalId: printable(req.approvalId) } : {}),
       event: req.dryRun ? 'negotiate.dry_run' : 'negotiate',
     });
   }
@@ -331,6 +332,7 @@ export class NegotiationTrail {
       ...(result.routing ? { tool: result.routing.tool, action: result.routing.action } : {}),
       outcome: result.success ? 'success' : (result.code ?? 'error'),
       status: this.statusOf(result),
+      ...(result.approval ? { approvalId: result.approval.id } : {}),
     };
   }
 
@@ -351,7 +353,10 @@ export class NegotiationTrail {
   done(result: NegotiationResult): void {
     if (this.recorded) return;
     this.recorded = true;
-    this.audit.queue(this.base.event, this.fields(result));
+    const fields = this.fields(result);
+    this.audit.queue(this.base.event, fields);
+    // A refusal that recorded (or reused) an approval request: that request is an event of its own.
+    if (result.approval) this.audit.queue('approval.requested', { ...fields, outcome: 'pending' });
   }
 
   /** The call ended in an error the transport answers (503, 403 forbidden): recorded with its code. */

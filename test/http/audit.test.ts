@@ -78,6 +78,33 @@ async function storedRows(requestId: string): Promise<Array<Record<string, unkno
 }
 
 describe('an entry per event', () => {
+  it('an approval request and its decision, with the approval id', async () => {
+    const id = uniqueId('audit-approval');
+    await createConversation(app, owner.token, id);
+    const args = { name: 'doc', data: { secret: 'do-not-store-this' } };
+    const refused = await negotiate(id, { action: 'create-resource', args }, uniqueId('req-refused')).expect(403);
+    const approvalId = (refused.body as { approval: { id: string } }).approval.id;
+    await as(app, owner.token)
+      .post(`/conversations/${id}/approvals/${approvalId}/approve`)
+      .set('X-Request-Id', 'req-approve')
+      .send({ scope: 'once' })
+      .expect(200);
+    const log = await entries(id);
+    const requested = log.find((e) => e.event === 'approval.requested');
+    expect(requested).toMatchObject({ approvalId, outcome: 'pending', argsDigest: argsDigest(args) });
+    expect(log.find((e) => e.event === 'negotiate' && e.outcome === 'permission_required')).toMatchObject({
+      approvalId,
+    });
+    expect(log.find((e) => e.event === 'approval.decided')).toMatchObject({
+      approvalId,
+      outcome: 'approved:once',
+      requestId: 'req-approve',
+      actor: `user:${owner.subject}`,
+    });
+    expect(JSON.stringify(log)).not.toContain('do-not-store-this');
+    expect(await verify(id)).toMatchObject({ ok: true });
+  });
+
   it('records conversation creation, permission change, negotiate (success, refusal, error, dry run), keys and deletion', async () => {
     const c = uniqueId('audit-events');
     await createConversation(app, owner.token, c);
