@@ -192,7 +192,10 @@ export class SqlAuditStore implements AuditStore {
     let broken: Error | undefined;
     try {
       for (;;) {
-        await client.query('BEGIN');
+        // The periodic seal commits asynchronously: a seal lost in a crash took its DELETE of the
+        // pending rows with it, so they are sealed again (under new seqs) and nothing is lost. A seal
+        // asked for by a reader (wait) commits durably before the reader is answered.
+        await client.query(wait ? 'BEGIN' : 'BEGIN; SET LOCAL synchronous_commit = off');
         try {
           const moved = await this.sealBatch(client, wait);
           await client.query('COMMIT');

@@ -144,7 +144,13 @@ describe('an entry per event', () => {
     ]);
     expect(by('rid-read')).toEqual([expect.objectContaining({ outcome: 'success', action: 'read-resource' })]);
     expect(by('rid-missing')).toEqual([expect.objectContaining({ outcome: 'resource_not_found', status: 404 })]);
-    expect(by('rid-refused')).toEqual([expect.objectContaining({ outcome: 'permission_required', status: 403 })]);
+    // The refusal, and the approval request it recorded (the same approval id on both).
+    const refused = by('rid-refused');
+    expect(refused).toEqual([
+      expect.objectContaining({ event: 'negotiate', outcome: 'permission_required', status: 403 }),
+      expect.objectContaining({ event: 'approval.requested', outcome: 'pending' }),
+    ]);
+    expect(refused[1]!.approvalId).toBe(refused[0]!.approvalId);
     expect(by('rid-dry')).toEqual([expect.objectContaining({ event: 'negotiate.dry_run', outcome: 'success' })]);
     expect(by('rid-none')).toEqual([expect.objectContaining({ outcome: 'no_tool', action: 'no-such-action' })]);
     expect(list.filter((e) => e.event.startsWith('key.'))).toEqual([
