@@ -106,7 +106,7 @@ export class PermissionsController extends Controller {
     if (!this.services.catalog.snapshot().set.byName.has(tool)) {
       throw new AppError('not_found', `Unknown tool: ${tool.slice(0, 64)}`);
     }
-    const change = await this.services.stores.permissions.setLevel(
+    const { conversationCreated, ...change } = await this.services.stores.permissions.setLevel(
       id,
       tool,
       body.level as PermissionLevel,
@@ -116,6 +116,7 @@ export class PermissionsController extends Controller {
         ...(p.role === 'admin' ? {} : { requiredOwner: p.subject }),
       },
     );
+    if (conversationCreated) await this.services.audit.changed(p, 'conversation.created', id, req.id ?? '-');
     await this.services.audit.changed(p, 'permission.changed', id, req.id ?? '-', {
       tool,
       action: `level-${change.previousLevel}-to-${change.level}`,

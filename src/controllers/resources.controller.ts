@@ -128,7 +128,9 @@ export class ResourcesController extends Controller {
     const match = parsePrecondition(ifMatch, 'If-Match');
     const noneMatch = parsePrecondition(ifNoneMatch, 'If-None-Match');
     const p = principalOf(req);
-    await this.services.access.checkOrCreate(p, id, 'manage', 'write resources over REST');
+    if (await this.services.access.checkOrCreate(p, id, 'manage', 'write resources over REST')) {
+      await this.services.audit.changed(p, 'conversation.created', id, req.id ?? '-');
+    }
     const { resource, created } = await this.services.resources.put(
       id,
       name,

@@ -28,12 +28,18 @@ export class ConversationAccess {
     return this.conversations.owner(id);
   }
 
-  /** The same for endpoints that create the conversation on first use: a user's is created, owned by it. */
-  async checkOrCreate(p: Principal, id: string, right: ConversationRight, what: string): Promise<void> {
+  /**
+   * The same for endpoints that create the conversation on first use: a
+   * user's is created, owned by it. True when this call created it.
+   */
+  async checkOrCreate(p: Principal, id: string, right: ConversationRight, what: string): Promise<boolean> {
     if (p.role === 'user') {
-      return checkConversationAccess(p, id, await this.conversations.ensure(id, p.subject), right, what);
+      const { owner, created } = await this.conversations.ensure(id, p.subject);
+      checkConversationAccess(p, id, owner, right, what);
+      return created;
     }
-    return this.check(p, id, right, what);
+    await this.check(p, id, right, what);
+    return false;
   }
 }
 

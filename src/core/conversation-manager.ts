@@ -75,27 +75,52 @@ export class ConversationManager {
   ): Promise<NegotiationResult> {
     const snapshot = this.deps.catalog.snapshot();
     const special = parseSpecialAction(req.action);
-    if (special?.kind === 'list-tools') return this.listTools(p, conversationId, req);
+    if (special?.kind === 'list-tools') return this.listTools(p, conversationId, req, trail);
     if (special) return this.upgrade(p, conversationId, snapshot, special.tool, special.levelText, req, trail);
     return this.routeAndRun(p, conversationId, snapshot, req, trail, keeper);
   }
 
+  /** The audit entry of a conversation this call created on first use. */
+  private async createdBy(trail: NegotiationTrail | undefined, conversationId: string): Promise<void> {
+    if (!trail) return;
+    await this.deps.audit?.record('conversation.created', {
+      conversationId,
+      actor: trail.actor,
+      requestId: trail.requestId,
+      outcome: 'success',
+    });
+  }
+
   /** The conversation's owner as `p` may use it: created for a user or admin (not on a dry run), else read. */
-  private async ownerFor(p: Principal, conversationId: string, create: boolean): Promise<string | null | undefined> {
+  private async ownerFor(
+    p: Principal,
+    conversationId: string,
+    create: boolean,
+    trail?: NegotiationTrail,
+  ): Promise<string | null | undefined> {
     const { conversations } = this.deps;
-    const owner =
-      create && canCreate(p)
-        ? await conversations.ensure(conversationId, p.subject)
-        : await conversations.owner(conversationId);
+    let owner: string | null | undefined;
+    if (create && canCreate(p)) {
+      const ensured = await conversations.ensure(conversationId, p.subject);
+      owner = ensured.owner;
+      if (ensured.created) await this.createdBy(trail, conversationId);
+    } else {
+      owner = await conversations.owner(conversationId);
+    }
     // A dry run on a conversation that does not exist yet: a user or admin would create (and own) it.
     return owner === undefined && canCreate(p) ? p.subject : owner;
   }
 
-  private async listTools(p: Principal, conversationId: string, req: NegotiateRequest): Promise<NegotiationResult> {
+  private async listTools(
+    p: Principal,
+    conversationId: string,
+    req: NegotiateRequest,
+    trail: NegotiationTrail | undefined,
+  ): Promise<NegotiationResult> {
     checkConversationAccess(
       p,
       conversationId,
-      await this.ownerFor(p, conversationId, !req.dryRun),
+      await this.ownerFor(p, conversationId, !req.dryRun, trail),
       'negotiate',
       'negotiate',
     );
@@ -126,10 +151,14 @@ export class ConversationManager {
       return { success: true, alignment: 'aligned' };
     }
     // The owner check is made inside the change's own transaction (no separate round trip, no gap).
-    const change = await this.deps.permissions.setLevel(conversationId, tool, level, actorOf(p), {
-      createOwner: p.subject,
-      ...(p.role === 'admin' ? {} : { requiredOwner: p.subject }),
-    });
+    const { conversationCreated, ...change } = await this.deps.permissions.setLevel(
+      conversationId,
+      tool,
+      level,
+      actorOf(p),
+      { createOwner: p.subject, ...(p.role === 'admin' ? {} : { requiredOwner: p.subject }) },
+    );
+    if (conversationCreated) await this.createdBy(trail, conversationId);
     if (trail) {
       await this.deps.audit?.record('permission.changed', {
         conversationId,
@@ -264,14 +293,7 @@ export class ConversationManager {
     // Who may act here is decided from the owner read with the decision: no round trip of its own.
     const owner = ctx.exists ? ctx.owner : canCreate(p) ? p.subject : undefined;
     checkConversationAccess(p, conversationId, owner, 'negotiate', 'negotiate');
-    if (ctx.created && trail) {
-      await this.deps.audit?.record('conversation.created', {
-        conversationId,
-        actor: trail.actor,
-        requestId: trail.requestId,
-        outcome: 'success',
-      });
-    }
+    if (ctx.created) await this.createdBy(trail, conversationId);
     if (ctx.policyProblem) {
       this.deps.logger.warn(
         { conversationId, problem: ctx.policyProblem },

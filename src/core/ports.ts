@@ -121,7 +121,7 @@ export interface PermissionStore {
     level: Level,
     actor: string,
     as: { createOwner: string; requiredOwner?: string },
-  ): Promise<LevelChange>;
+  ): Promise<LevelChange & { conversationCreated: boolean }>;
   /** undefined when the conversation does not exist. */
   levels(conversationId: string): Promise<StoredLevels | undefined>;
   /** Oldest first; undefined when the conversation does not exist. */
@@ -158,8 +158,8 @@ export interface ConversationStore {
   exists(id: string): Promise<boolean>;
   /** Its owner: a subject, null (from before identities), or undefined when it does not exist. */
   owner(id: string): Promise<string | null | undefined>;
-  /** Creates it (owned by `owner`) unless it exists; returns the owner it has. */
-  ensure(id: string, owner: string): Promise<string | null>;
+  /** Creates it (owned by `owner`) unless it exists; returns the owner it has, and whether this call created it. */
+  ensure(id: string, owner: string): Promise<{ owner: string | null; created: boolean }>;
 }
 
 /** An API key as stored: never its token, only the token's hash (which is not returned). */

@@ -38,7 +38,8 @@ const ENSURE = `
   WITH created AS (
     INSERT INTO conversations (id, owner) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING RETURNING owner
   )
-  SELECT owner FROM created UNION ALL SELECT owner FROM conversations WHERE id = $1 LIMIT 1`;
+  SELECT owner, true AS created FROM created
+  UNION ALL SELECT owner, false AS created FROM conversations WHERE id = $1 LIMIT 1`;
 
 const SELECT = {
   id: true,
@@ -125,15 +126,15 @@ export class PrismaConversationStore implements ConversationStore {
     return rows.length > 0;
   }
 
-  async ensure(id: string, owner: string): Promise<string | null> {
+  async ensure(id: string, owner: string): Promise<{ owner: string | null; created: boolean }> {
     // When a concurrent request inserted the row and committed while this INSERT waited on it,
     // DO NOTHING returns no row and the statement's snapshot does not see that row either:
     // the statement is run again (its new snapshot sees the row, or inserts it if it is gone).
     for (let attempt = 1; ; attempt++) {
       const { rows } = await translated(
-        prepared<{ owner: string | null }>(this.pool, 'conversation_ensure', ENSURE, [id, owner]),
+        prepared<{ owner: string | null; created: boolean }>(this.pool, 'conversation_ensure', ENSURE, [id, owner]),
       );
-      if (rows.length > 0) return rows[0]!.owner;
+      if (rows.length > 0) return { owner: rows[0]!.owner, created: rows[0]!.created };
       if (attempt === 3) throw new Error(`Conversation ${id} could neither be created nor read`);
     }
   }

@@ -24,10 +24,11 @@ export class PrismaPermissionStore implements PermissionStore {
     level: Level,
     actor: string,
     as: { createOwner: string; requiredOwner?: string },
-  ): Promise<LevelChange> {
+  ): Promise<LevelChange & { conversationCreated: boolean }> {
     return translated(
       this.prisma.$transaction(async (tx) => {
-        await tx.$executeRaw`INSERT INTO conversations (id, owner) VALUES (${conversationId}, ${as.createOwner})
+        const inserted =
+          await tx.$executeRaw`INSERT INTO conversations (id, owner) VALUES (${conversationId}, ${as.createOwner})
           ON CONFLICT (id) DO NOTHING`;
         const [conv] = await tx.$queryRaw<Array<{ legacy_level: number | null; owner: string | null }>>`
         SELECT legacy_level, owner FROM conversations WHERE id = ${conversationId} FOR UPDATE`;
@@ -50,7 +51,7 @@ export class PrismaPermissionStore implements PermissionStore {
           data: { conversationId, tool, fromLevel: previousLevel, toLevel: level, actor, at: now },
         });
         await tx.conversation.update({ where: { id: conversationId }, data: { updatedAt: now } });
-        return { tool, level, previousLevel };
+        return { tool, level, previousLevel, conversationCreated: inserted === 1 };
       }),
     );
   }

@@ -67,7 +67,9 @@ export function mcpRouter(services: Services, options: McpSessionOptions = {}): 
     }
     // The conversation's agent keys, its owner and admins; anyone else learns nothing of it.
     const principal = principalOf(req);
-    await services.access.checkOrCreate(principal, conversationId, 'negotiate', 'use the MCP endpoint');
+    if (await services.access.checkOrCreate(principal, conversationId, 'negotiate', 'use the MCP endpoint')) {
+      await services.audit.changed(principal, 'conversation.created', conversationId, req.id ?? '-');
+    }
     const header = req.headers['mcp-session-id'];
     const sessionId = Array.isArray(header) ? header[0] : header;
     if (sessionId === undefined || sessionId === '') {

@@ -78,6 +78,30 @@ async function storedRows(requestId: string): Promise<Array<Record<string, unkno
 }
 
 describe('an entry per event', () => {
+  it('records the creation on first use by every path that creates', async () => {
+    const viaResource = uniqueId('audit-first-resource');
+    await as(app, owner.token).put(`/conversations/${viaResource}/resources/doc`).send({ data: 1 }).expect(201);
+    const viaPermission = uniqueId('audit-first-permission');
+    await as(app, owner.token)
+      .put(`/conversations/${viaPermission}/permissions/data-tool`)
+      .send({ level: 2 })
+      .expect(200);
+    const viaListTools = uniqueId('audit-first-list');
+    await negotiate(viaListTools, { action: 'list-tools' }).expect(200);
+    const viaUpgrade = uniqueId('audit-first-upgrade');
+    await negotiate(viaUpgrade, { action: 'upgrade:data-tool:level-2' }).expect(200);
+    const viaMcp = uniqueId('audit-first-mcp');
+    const mcp = await mcpConnect(app, viaMcp, owner.token);
+    await mcp.close();
+    for (const id of [viaResource, viaPermission, viaListTools, viaUpgrade, viaMcp]) {
+      const created = (await entries(id)).filter((e) => e.event === 'conversation.created');
+      expect({ id, created }).toEqual({
+        id,
+        created: [expect.objectContaining({ actor: `user:${owner.subject}`, outcome: 'success' })],
+      });
+    }
+  });
+
   it('an approval request and its decision, with the approval id', async () => {
     const id = uniqueId('audit-approval');
     await createConversation(app, owner.token, id);
