@@ -19,6 +19,7 @@ import type { Database } from './db/database';
 import { SqlApprovalStore } from './db/approval-store';
 import { AUDIT_DEFAULTS, type AuditStoreOptions, SqlAuditStore } from './db/audit-store';
 import { negotiationStatus } from './http/negotiate-status';
+import { PROBLEM_STATUS, type ProblemCode } from './http/problem';
 import { openStores } from './db/stores';
 import type { Logger } from './logger';
 import type { Services } from './services';
@@ -54,6 +55,8 @@ export function wireServices(
     new SqlAuditStore(db.pool, logger.child({ component: 'audit' }), auditOptions),
     access,
     negotiationStatus,
+    Date.now,
+    (code) => (code in PROBLEM_STATUS ? PROBLEM_STATUS[code as ProblemCode] : undefined),
   );
   const manager = new ConversationManager({
     approvals,

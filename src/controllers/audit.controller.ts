@@ -71,6 +71,7 @@ export class AuditController extends Controller {
    * @param after Entries with a greater seq (a previous page's nextCursor); 0 from the start.
    * @isLong after must be an integer
    * @minimum after 0
+   * @maximum after 9007199254740991
    * @param limit Page size, 1 to 500.
    * @isInt limit must be an integer from 1 to 500
    * @minimum limit 1

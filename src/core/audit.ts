@@ -183,6 +183,8 @@ export interface AuditStore {
   /** Sealed entries after `after`, oldest first. */
   page(conversationId: string, after: number, limit: number): Promise<AuditEntry[]>;
   head(conversationId: string): Promise<{ seq: number; hash: string } | undefined>;
+  /** The seq of the id's last `conversation.deleted` entry (0 when none): where its current conversation's entries begin. */
+  lastDeletion(conversationId: string): Promise<number>;
   /** Flushes, seals and stops its timers. */
   close(): Promise<void>;
 }
@@ -217,6 +219,8 @@ export class AuditService {
     private readonly access: ConversationAccess,
     private readonly statusOf: StatusOf,
     private readonly now: () => number = Date.now,
+    /** The HTTP status of an error code the transport answers (problem+json), for the entry of a call that threw. */
+    readonly errorStatusOf: (code: string) => number | undefined = () => undefined,
   ) {}
 
   /**
@@ -266,6 +270,9 @@ export class AuditService {
     await this.checkAccess(p, conversationId, 'read the audit log');
     await this.store.flush();
     await this.store.seal();
+    // An id may be deleted and created again, by someone else: a conversation's owner reads the
+    // entries from its own creation on; only admins read those of the earlier conversations.
+    if (p.role !== 'admin') after = Math.max(after, await this.store.lastDeletion(conversationId));
     const page = await this.store.page(conversationId, after, limit + 1);
     if (page.length === 0 && after === 0) await this.mustExist(conversationId);
     const more = page.length > limit;
@@ -279,16 +286,21 @@ export class AuditService {
     await this.store.flush();
     await this.store.seal();
     const verifier = new ChainVerifier();
+    // The whole chain is checked (the hashes link across the id's earlier conversations), but an
+    // owner is told only of its own conversation's entries (as in list).
+    const since = p.role === 'admin' ? 0 : await this.store.lastDeletion(conversationId);
+    let visible = 0;
     let after = 0;
     for (;;) {
       const page = await this.store.page(conversationId, after, VERIFY_PAGE);
+      visible += page.filter((e) => e.seq > since).length;
       if (!verifier.add(page) || page.length < VERIFY_PAGE) break;
       after = page[page.length - 1]!.seq;
     }
     const head = await this.store.head(conversationId);
     const result = verifier.result(head);
     if (result.entries === 0 && head === undefined) await this.mustExist(conversationId);
-    return result;
+    return since === 0 ? result : { ...result, entries: result.ok ? visible : Math.min(visible, result.entries) };
   }
 
   /** Writes what is queued, seals, and stops the timers (shutdown). */
@@ -382,12 +394,15 @@ export class NegotiationTrail {
     const code = err instanceof AppError || (err instanceof Error && 'code' in err) ? String(err.code) : 'internal';
     // A conversation the caller may not see (or that does not exist) gets no entry: nothing was decided in it.
     if (code === 'not_found') return;
+    // Another request with the same Idempotency-Key committed first: this one is answered from that
+    // one's kept outcome (a replay), which decided nothing new.
+    if (err instanceof Error && err.name === 'AlreadyKept') return;
     this.recorded = true;
     const { event, ...base } = this.base;
     this.audit.queue(event, {
       ...base,
       outcome: code,
-      status: code === 'unavailable' ? 503 : code === 'forbidden' ? 403 : 500,
+      status: this.audit.errorStatusOf(code) ?? 500,
     });
   }
 }

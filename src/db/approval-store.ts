@@ -101,9 +101,16 @@ const SWEEP_GRANTS = `
   ), removed AS (
     DELETE FROM tool_permissions p USING due d
     WHERE p.conversation_id = d.conversation_id AND p.tool = d.tool AND d.revert_to IS NULL
+  ), history AS (
+    INSERT INTO permission_history (conversation_id, tool, from_level, to_level, actor, at)
+    SELECT conversation_id, tool, level, COALESCE(revert_to, legacy_level, 1), 'expiry', now() FROM due
+    RETURNING conversation_id, tool, from_level, to_level
   )
-  INSERT INTO permission_history (conversation_id, tool, from_level, to_level, actor, at)
-  SELECT conversation_id, tool, level, COALESCE(revert_to, legacy_level, 1), 'expiry', now() FROM due`;
+  -- Each change's audit entry, in the same statement (sealed into the chain like any other).
+  INSERT INTO audit_pending (at, conversation_id, actor, event, tool, action, outcome, request_id)
+  SELECT now(), conversation_id, 'expiry', 'permission.changed', tool,
+         'level-' || from_level || '-to-' || to_level, 'success', 'expiry'
+  FROM history`;
 
 const SWEEP_REQUESTS = `
   UPDATE approvals SET status = 'expired'
@@ -324,6 +331,12 @@ async function setLevel(
     `INSERT INTO permission_history (conversation_id, tool, from_level, to_level, actor, at)
      VALUES ($1, $2, $3, $4, $5, now())`,
     [conversationId, tool, previousLevel, level, actor],
+  );
+  // The change's audit entry commits with it (the approval's decision has an entry of its own).
+  await c.query(
+    `INSERT INTO audit_pending (at, conversation_id, actor, event, tool, action, outcome, request_id)
+     VALUES (now(), $1, $2, 'permission.changed', $3, $4, 'success', '-')`,
+    [conversationId, actor, tool, `level-${previousLevel}-to-${level}`],
   );
   await c.query('UPDATE conversations SET updated_at = now() WHERE id = $1', [conversationId]);
   return { tool, level, previousLevel };

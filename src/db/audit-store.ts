@@ -291,6 +291,16 @@ export class SqlAuditStore implements AuditStore {
     return rows[0] ? { seq: Number(rows[0].seq), hash: rows[0].hash } : undefined;
   }
 
+  async lastDeletion(conversationId: string): Promise<number> {
+    const { rows } = await prepared<{ seq: string | null }>(
+      this.pool,
+      'audit_last_deletion',
+      "SELECT max(seq) AS seq FROM audit_log WHERE conversation_id = $1 AND event = 'conversation.deleted'",
+      [conversationId],
+    );
+    return rows[0]?.seq == null ? 0 : Number(rows[0].seq);
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.sealTimer);

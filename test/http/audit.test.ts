@@ -78,6 +78,53 @@ async function storedRows(requestId: string): Promise<Array<Record<string, unkno
 }
 
 describe('an entry per event', () => {
+  it('a time-limited grant: the raise by the approver and the return by expiry', async () => {
+    const id = uniqueId('audit-grant');
+    await createConversation(app, owner.token, id);
+    const agent = await mintAgentKey(app, owner.token, id);
+    const args = { name: 'doc', data: 1 };
+    const refused = await negotiate(id, { action: 'create-resource', args }, undefined, agent.token).expect(403);
+    const approvalId = (refused.body as { approval: { id: string } }).approval.id;
+    await as(app, owner.token)
+      .post(`/conversations/${id}/approvals/${approvalId}/approve`)
+      .send({ scope: 'conversation', expiresInSeconds: 1 })
+      .expect(200);
+    await waitFor('the grant to end', async () => {
+      await t.services.approvals.sweepOnce();
+      return (await entries(id)).some((e) => e.event === 'permission.changed' && e.actor === 'expiry');
+    });
+    const changes = (await entries(id)).filter((e) => e.event === 'permission.changed');
+    expect(changes).toEqual([
+      expect.objectContaining({ actor: `user:${owner.subject}`, tool: 'data-tool', action: 'level-1-to-2' }),
+      expect.objectContaining({ actor: 'expiry', tool: 'data-tool', action: 'level-2-to-1' }),
+    ]);
+    expect(await verify(id)).toMatchObject({ ok: true });
+  });
+
+  it('an id deleted and created again by someone else: the new owner reads only its own entries', async () => {
+    const id = uniqueId('audit-reused');
+    await negotiate(id, { action: 'calculator/add', args: { a: 1, b: 2 } }, 'rid-first-owner').expect(200);
+    await as(app, owner.token).delete(`/conversations/${id}`).expect(204);
+    await createConversation(app, other.token, id);
+    const seen = await entries(id, other.token);
+    expect(seen.map((e) => e.actor)).toEqual([`user:${other.subject}`]);
+    expect(seen.map((e) => e.event)).toEqual(['conversation.created']);
+    expect(await as(app, other.token).get(`/conversations/${id}/audit/verify`).expect(200)).toMatchObject({
+      body: { ok: true, entries: 1 },
+    });
+    // Admins read every entry of the id, the earlier conversation's too.
+    const all = await entries(id, TEST_ADMIN_TOKEN);
+    expect(all.filter((e) => e.actor === `user:${owner.subject}`).length).toBeGreaterThanOrEqual(3);
+    expect(all.some((e) => e.requestId === 'rid-first-owner')).toBe(true);
+  });
+
+  it('refuses an after beyond the largest exact integer with 400', async () => {
+    const id = uniqueId('audit-after');
+    await createConversation(app, owner.token, id);
+    const res = await as(app, owner.token).get(`/conversations/${id}/audit?after=9223372036854775807`);
+    expect(res.status).toBe(400);
+  });
+
   it('records the creation on first use by every path that creates', async () => {
     const viaResource = uniqueId('audit-first-resource');
     await as(app, owner.token).put(`/conversations/${viaResource}/resources/doc`).send({ data: 1 }).expect(201);
