@@ -111,31 +111,37 @@ export class Authenticator {
     const remembered = this.hashes.get(token);
     const hash = remembered ?? hashToken(token);
     if (hash === this.envAdminHash) return ENV_ADMIN;
-    const cached = this.cache.get(hash);
-    if (cached === undefined) return undefined;
-    const now = this.now();
-    if (now - this.lastGoodPoll >= this.staleAfterMs) return undefined;
-    if (cached.expiresAt !== null && cached.expiresAt <= now) return undefined;
+    const hit = this.fromCache(hash);
+    if (hit === undefined || hit === 'expired') return undefined;
     if (remembered === undefined) {
       // Only tokens of cached keys are remembered, so guessed tokens cannot fill the map.
       if (this.hashes.size >= this.maxCachedKeys) this.hashes.clear();
       this.hashes.set(token, hash);
     }
-    return cached.principal;
+    return hit;
+  }
+
+  /**
+   * A cached key's principal while a recent poll covers the cache, 'expired'
+   * past the key's expiry, undefined when the database has to answer.
+   */
+  private fromCache(hash: string): Principal | 'expired' | undefined {
+    const cached = this.cache.get(hash);
+    if (cached === undefined) return undefined;
+    const now = this.now();
+    if (now - this.lastGoodPoll >= this.staleAfterMs) return undefined;
+    return cached.expiresAt !== null && cached.expiresAt <= now ? 'expired' : cached.principal;
   }
 
   private async apiKey(token: string): Promise<Principal | undefined> {
     const hash = hashToken(token);
     if (hash === this.envAdminHash) return ENV_ADMIN;
-    const now = this.now();
-    const cached = this.cache.get(hash);
-    if (cached && now - this.lastGoodPoll < this.staleAfterMs) {
-      if (cached.expiresAt !== null && cached.expiresAt <= now) {
-        this.cache.delete(hash);
-        return undefined;
-      }
-      return cached.principal;
+    const hit = this.fromCache(hash);
+    if (hit === 'expired') {
+      this.cache.delete(hash);
+      return undefined;
     }
+    if (hit !== undefined) return hit;
     const key = await this.keys.findByHash(hash);
     if (!key || key.revokedAt !== null || (key.expiresAt !== null && key.expiresAt <= this.now())) {
       this.cache.delete(hash);

@@ -41,17 +41,19 @@ export interface Approval {
   reason: string | null;
 }
 
-export interface ApprovalRequest {
-  conversationId: string;
-  kind: ApprovalKind;
-  tool: string;
-  action: string;
-  args: Record<string, unknown>;
-  argsDigest: string;
-  requiredLevel: Level;
-  currentLevel: Level;
-  requestedBy: string;
-}
+/** What a refusal records: the call, its levels and who asked. */
+export type ApprovalRequest = Pick<
+  Approval,
+  | 'conversationId'
+  | 'kind'
+  | 'tool'
+  | 'action'
+  | 'args'
+  | 'argsDigest'
+  | 'requiredLevel'
+  | 'currentLevel'
+  | 'requestedBy'
+>;
 
 export type Decision =
   | { scope: 'once'; by: string; expiresInSeconds: number }

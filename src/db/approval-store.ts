@@ -5,7 +5,7 @@
  * lets exactly one retry consume a `once` approval; the sweep takes due rows
  * FOR UPDATE SKIP LOCKED, so with several replicas each row is applied once.
  */
-import type { Pool, PoolClient } from 'pg';
+import type { Pool } from 'pg';
 import {
   type Approval,
   type ApprovalRequest,
@@ -19,6 +19,7 @@ import { effectiveLevel } from '../core/permissions';
 import type { LevelChange, Transaction } from '../core/ports';
 import type { Level } from '../core/tool-interface';
 import { clientOf, translateError, translated, type Queryable } from './sql';
+import { LazyTransaction } from './unit-of-work';
 
 interface ApprovalRow {
   id: string;
@@ -266,24 +267,15 @@ export class SqlApprovalStore implements ApprovalStore {
     return until;
   }
 
-  private async inTransaction<T>(work: (c: PoolClient) => Promise<T>): Promise<T> {
-    let c: PoolClient;
+  /** `work` in a transaction of its own: committed when it resolves, rolled back when it throws. */
+  private async inTransaction<T>(work: (c: Queryable) => Promise<T>): Promise<T> {
+    const unit = new LazyTransaction(this.pool);
     try {
-      c = await this.pool.connect();
-    } catch (err) {
-      throw translateError(err);
-    }
-    try {
-      await c.query('BEGIN');
-      const out = await work(c);
-      await c.query('COMMIT');
-      c.release();
+      const out = await work(clientOf(await unit.transaction()));
+      await unit.commit();
       return out;
     } catch (err) {
-      await c.query('ROLLBACK').then(
-        () => c.release(),
-        (e: Error) => c.release(e),
-      );
+      await unit.rollback();
       throw translateError(err);
     }
   }
