@@ -226,13 +226,17 @@ export class AuditService {
   /**
    * Appends an entry: with `tx`, it commits with that transaction (a unit of
    * work's, UnitOfWork.transaction()); without, it is committed before this
-   * resolves.
+   * resolves, after what this replica had queued: so an entry queued before
+   * (a read just answered, say) is never sealed after it (a conversation's
+   * deletion, which is where its owner's view of the id's log ends).
    */
-  record(event: AuditEvent, fields: AuditFields, tx?: Transaction): Promise<void> {
+  async record(event: AuditEvent, fields: AuditFields, tx?: Transaction): Promise<void> {
     const entry: PendingEntry = { ...fields, event, at: this.now() };
-    if (tx === undefined) return this.store.insert(entry);
+    if (tx === undefined) {
+      await this.store.flush();
+      return this.store.insert(entry);
+    }
     this.store.inTransaction(tx, entry);
-    return Promise.resolve();
   }
 
   /** A change `p` made (committed before this resolves): permission, key, conversation. */
