@@ -71,6 +71,6 @@ export function buildApp(services: Services): Express {
   app.use('/docs', swaggerUi.serve, swaggerUi.setup(spec.json, { customSiteTitle: 'Tool orchestration API' }));
 
   app.use(notFound(app));
-  app.use(errorHandler(services.logger));
+  app.use(errorHandler(services.logger, spec.json));
   return app;
 }

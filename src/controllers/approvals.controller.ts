@@ -61,9 +61,9 @@ export interface ApproveBody {
   /**
    * conversation: the raised level returns to the previous one after this many seconds (absent: it stays).
    * once: the retry must come within this (absent: APPROVAL_TTL_SECONDS).
-   * @isInt
-   * @minimum 1
-   * @maximum 31536000
+   * @isInt must be an integer from 1 to 31536000
+   * @minimum 1 must be an integer from 1 to 31536000
+   * @maximum 31536000 must be an integer from 1 to 31536000
    */
   expiresInSeconds?: number;
 }

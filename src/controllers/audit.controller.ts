@@ -69,13 +69,13 @@ export class AuditController extends Controller {
    * outlive the conversation: after its deletion, admins still read them here.
    * Admin and user keys' events are in the chain `_system` (admins only).
    * @param after Entries with a greater seq (a previous page's nextCursor); 0 from the start.
-   * @isLong after must be an integer
-   * @minimum after 0
-   * @maximum after 9007199254740991
+   * @isLong after must be an integer from 0 to 9007199254740991
+   * @minimum after 0 must be an integer from 0 to 9007199254740991
+   * @maximum after 9007199254740991 must be an integer from 0 to 9007199254740991
    * @param limit Page size, 1 to 500.
    * @isInt limit must be an integer from 1 to 500
-   * @minimum limit 1
-   * @maximum limit 500
+   * @minimum limit 1 must be an integer from 1 to 500
+   * @maximum limit 500 must be an integer from 1 to 500
    */
   @Get('{id}/audit')
   @Response<Problem>(400, 'Bad after or limit, or an invalid id')

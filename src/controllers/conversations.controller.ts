@@ -73,8 +73,8 @@ export class ConversationsController extends Controller {
    * them, a user's those it owns. Agents may not list conversations.
    * @param limit Page size, 1 to 500.
    * @isInt limit must be an integer from 1 to 500
-   * @minimum limit 1
-   * @maximum limit 500
+   * @minimum limit 1 must be an integer from 1 to 500
+   * @maximum limit 500 must be an integer from 1 to 500
    * @param cursor From the previous page's nextCursor.
    */
   @Get()

@@ -23,7 +23,7 @@ export interface CreateKeyBody {
   role: 'admin' | 'user';
   /**
    * Whom the key authenticates: conversations it creates are owned by this subject.
-   * @pattern ^[\x21-\x7e]{1,256}$
+   * @pattern ^[\x21-\x7e]{1,256}$ must be 1 to 256 visible ASCII characters (no spaces)
    */
   subject: string;
   /** @maxLength 200 */

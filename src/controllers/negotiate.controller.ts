@@ -28,7 +28,7 @@ export interface NegotiateBody {
   dryRun?: boolean;
   /**
    * Retry of a refused call under this approval (same action and args): a `once` approval lets it run once.
-   * @pattern ^[A-Za-z0-9:_-]{1,128}$
+   * @pattern ^[A-Za-z0-9:_-]{1,128}$ must be 1 to 128 characters of A-Z a-z 0-9 : _ -
    */
   approvalId?: string;
 }

@@ -25,9 +25,9 @@ export interface Permissions {
 export interface SetLevelBody {
   /**
    * 1 read, 2 write, 3 execute.
-   * @isInt
-   * @minimum 1
-   * @maximum 3
+   * @isInt must be an integer from 1 to 3
+   * @minimum 1 must be an integer from 1 to 3
+   * @maximum 3 must be an integer from 1 to 3
    */
   level: number;
 }

@@ -66,8 +66,8 @@ export class ResourcesController extends Controller {
    * @param createdBy Only resources created by this tool (or `client`).
    * @param limit Page size, 1 to 500.
    * @isInt limit must be an integer from 1 to 500
-   * @minimum limit 1
-   * @maximum limit 500
+   * @minimum limit 1 must be an integer from 1 to 500
+   * @maximum limit 500 must be an integer from 1 to 500
    * @param cursor From the previous page's nextCursor.
    */
   @Get()

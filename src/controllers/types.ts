@@ -6,7 +6,7 @@
 // test/unit/id-rule.test.ts checks that the spec's pattern and lengths equal it.
 /**
  * A conversation id or resource name: URL-safe, 1 to 128 of A-Z a-z 0-9 : _ -
- * @pattern ^[A-Za-z0-9:_-]{1,128}$
+ * @pattern ^[A-Za-z0-9:_-]{1,128}$ must be 1 to 128 characters of A-Z a-z 0-9 : _ -
  * @minLength 1
  * @maxLength 128
  */
@@ -15,7 +15,7 @@ export type Id = string;
 // The rule is IDEMPOTENCY_KEY_RE in src/core/idempotency.ts.
 /**
  * An Idempotency-Key: 1 to 255 visible ASCII characters (no spaces).
- * @pattern ^[!-~]{1,255}$
+ * @pattern ^[!-~]{1,255}$ must be 1 to 255 visible ASCII characters (no spaces)
  * @minLength 1
  * @maxLength 255
  */

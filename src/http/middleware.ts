@@ -5,6 +5,7 @@ import { UnavailableError, isUnavailable } from '../core/errors';
 import type { Logger } from '../logger';
 import { allowedMethods } from './allowed-methods';
 import { UnstorableInputError } from './input-checks';
+import { type OpenApiDocument, ParameterErrors } from './parameter-errors';
 import { AppError, type FieldError, type ProblemCode, problemOf } from './problem';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -80,19 +81,12 @@ function bodyParserProblem(res: Response, type: string, status: number): boolean
   return false;
 }
 
-/** tsoa's "fields" ({"body.level": {message}}) as [{path, message}]. */
-function fieldErrors(err: ValidateError): FieldError[] {
-  return Object.entries(err.fields).map(([path, f]) => ({
-    path: path.replace(/^(requestBody|body)\.?/, '') || 'body',
-    message: f.message,
-  }));
-}
-
 /**
  * The one place errors become HTTP responses. Anything not known is a 500,
  * logged in full and answered generically: no stack or SQL leaves the service.
  */
-export function errorHandler(logger: Logger): ErrorRequestHandler {
+export function errorHandler(logger: Logger, spec: OpenApiDocument = {}): ErrorRequestHandler {
+  const parameterErrors = new ParameterErrors(spec);
   return (err: unknown, req, res, next) => {
     if (res.headersSent) return next(err);
     if (err instanceof UnstorableInputError && err.inNegotiateArgs) {
@@ -101,7 +95,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     if (err instanceof AppError) return sendProblem(res, err.code, err.message, err.errors);
     if (err instanceof ValidateError) {
-      const errors = fieldErrors(err);
+      const route = (req.route as { path?: unknown } | undefined)?.path;
+      const errors = parameterErrors.fieldErrors(err, req.method, typeof route === 'string' ? route : undefined);
       return sendProblem(res, 'validation_failed', errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors);
     }
     const bodyError = err as { type?: unknown; status?: unknown; expose?: unknown };
