@@ -1,9 +1,22 @@
-import { Body, Controller, Get, Path, Post, Query, Request, Response, Route, Tags } from '@tsoa/runtime';
+import { Body, Controller, Example, Get, Path, Post, Query, Request, Response, Route, Tags } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import { principalOf } from '../http/authenticate';
 import type { Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { Id, JsonObject, PermissionLevel } from './types';
+import { PROBLEM_JSON } from '../http/problem';
+import {
+  approvalConflictExample,
+  conversationNotFoundExample,
+  forbiddenExample,
+  unauthorizedExample,
+  unsupportedMediaTypeExample,
+  validationFailedExample,
+  approvalListExample,
+  approvedExample,
+  pendingApprovalExample,
+  rejectedExample,
+} from './examples';
 
 export type ApprovalStatusValue = 'pending' | 'approved' | 'rejected' | 'expired' | 'used';
 
@@ -83,12 +96,21 @@ export class ApprovalsController extends Controller {
     super();
   }
 
-  /** The conversation's approval requests, newest first (owner, admin). */
+  /**
+   * The conversation's approval requests, newest first (owner, admin).
+   * @summary List a conversation's approval requests
+   */
   @Get()
-  @Response<Problem>(400, 'Malformed URL, an invalid id or an unknown status')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents may not list approvals')
-  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  @Example<ApprovalList>(approvalListExample)
+  @Response<Problem>(400, 'Malformed URL, an invalid id or an unknown status', validationFailedExample, PROBLEM_JSON)
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents may not list approvals', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such conversation, or one the caller may not see',
+    conversationNotFoundExample,
+    PROBLEM_JSON,
+  )
   public async listApprovals(
     @Request() req: ExRequest,
     @Path() id: Id,
@@ -97,24 +119,43 @@ export class ApprovalsController extends Controller {
     return { approvals: await this.services.approvals.list(principalOf(req), id, status) };
   }
 
-  /** One approval (owner, admin, and the agent whose call it was). */
+  /**
+   * One approval (owner, admin, and the agent whose call it was).
+   * @summary Read one approval request
+   */
   @Get('{approvalId}')
-  @Response<Problem>(400, 'Malformed URL or an invalid id')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, "An agent reading another principal's approval")
-  @Response<Problem>(404, 'No such approval or conversation, or one the caller may not see')
+  @Example<ApprovalView>(pendingApprovalExample)
+  @Response<Problem>(400, 'Malformed URL or an invalid id', validationFailedExample, PROBLEM_JSON)
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, "An agent reading another principal's approval", forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such approval or conversation, or one the caller may not see',
+    conversationNotFoundExample,
+    PROBLEM_JSON,
+  )
   public async getApproval(@Request() req: ExRequest, @Path() id: Id, @Path() approvalId: Id): Promise<ApprovalView> {
     return this.services.approvals.get(principalOf(req), id, approvalId);
   }
 
-  /** Approves a pending request (owner, admin; never an agent). */
+  /**
+   * Approves a pending request (owner, admin; never an agent).
+   * @summary Approve a pending request
+   * @example body {"scope": "once"}
+   */
   @Post('{approvalId}/approve')
-  @Response<Problem>(400, 'Bad scope or expiresInSeconds')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents never approve')
-  @Response<Problem>(404, 'No such approval or conversation, or one the caller may not see')
-  @Response<Problem>(409, 'The approval is not pending (conflict)')
-  @Response<Problem>(415, 'Unsupported Content-Encoding or charset')
+  @Example<ApprovalView>(approvedExample)
+  @Response<Problem>(400, 'Bad scope or expiresInSeconds', validationFailedExample, PROBLEM_JSON)
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents never approve', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such approval or conversation, or one the caller may not see',
+    conversationNotFoundExample,
+    PROBLEM_JSON,
+  )
+  @Response<Problem>(409, 'The approval is not pending (conflict)', approvalConflictExample, PROBLEM_JSON)
+  @Response<Problem>(415, 'Unsupported Content-Encoding or charset', unsupportedMediaTypeExample, PROBLEM_JSON)
   public async approve(
     @Request() req: ExRequest,
     @Path() id: Id,
@@ -126,14 +167,24 @@ export class ApprovalsController extends Controller {
     return approval;
   }
 
-  /** Rejects a pending request (owner, admin; never an agent); a retry then answers approval_rejected with the reason. */
+  /**
+   * Rejects a pending request (owner, admin; never an agent); a retry then answers approval_rejected with the reason.
+   * @summary Reject a pending request
+   * @example body {"reason": "Notes are kept in the wiki"}
+   */
   @Post('{approvalId}/reject')
-  @Response<Problem>(400, 'Bad reason')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents never reject')
-  @Response<Problem>(404, 'No such approval or conversation, or one the caller may not see')
-  @Response<Problem>(409, 'The approval is not pending (conflict)')
-  @Response<Problem>(415, 'Unsupported Content-Encoding or charset')
+  @Example<ApprovalView>(rejectedExample)
+  @Response<Problem>(400, 'Bad reason', validationFailedExample, PROBLEM_JSON)
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents never reject', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such approval or conversation, or one the caller may not see',
+    conversationNotFoundExample,
+    PROBLEM_JSON,
+  )
+  @Response<Problem>(409, 'The approval is not pending (conflict)', approvalConflictExample, PROBLEM_JSON)
+  @Response<Problem>(415, 'Unsupported Content-Encoding or charset', unsupportedMediaTypeExample, PROBLEM_JSON)
   public async reject(
     @Request() req: ExRequest,
     @Path() id: Id,

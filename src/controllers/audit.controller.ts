@@ -1,9 +1,16 @@
-import { Controller, Get, Path, Query, Request, Response, Route, Tags } from '@tsoa/runtime';
+import { Controller, Get, OperationId, Path, Query, Request, Response, Route, Tags } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import { principalOf } from '../http/authenticate';
 import type { Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { Id } from './types';
+import { PROBLEM_JSON } from '../http/problem';
+import {
+  conversationNotFoundExample,
+  forbiddenExample,
+  unauthorizedExample,
+  validationFailedExample,
+} from './examples';
 
 /**
  * One audit entry. `hash` = SHA-256 hex of `prevHash` + the canonical JSON
@@ -76,12 +83,19 @@ export class AuditController extends Controller {
    * @isInt limit must be an integer from 1 to 500
    * @minimum limit 1 must be an integer from 1 to 500
    * @maximum limit 500 must be an integer from 1 to 500
+   * @summary Read a conversation's audit entries
    */
   @Get('{id}/audit')
-  @Response<Problem>(400, 'Bad after or limit, or an invalid id')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents may not read the audit log')
-  @Response<Problem>(404, 'No such conversation (and no entries), or one the caller may not see')
+  @OperationId('ListAuditEntries')
+  @Response<Problem>(400, 'Bad after or limit, or an invalid id', validationFailedExample, PROBLEM_JSON)
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents may not read the audit log', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such conversation (and no entries), or one the caller may not see',
+    conversationNotFoundExample,
+    PROBLEM_JSON,
+  )
   public async list(
     @Request() req: ExRequest,
     @Path() id: Id,
@@ -91,12 +105,21 @@ export class AuditController extends Controller {
     return this.services.audit.list(principalOf(req), id, after, limit);
   }
 
-  /** Recomputes the conversation's hash chain (owner, admin). */
+  /**
+   * Recomputes the conversation's hash chain (owner, admin).
+   * @summary Verify a conversation's audit hash chain
+   */
   @Get('{id}/audit/verify')
-  @Response<Problem>(400, 'An invalid id')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents may not verify the audit log')
-  @Response<Problem>(404, 'No such conversation (and no entries), or one the caller may not see')
+  @OperationId('VerifyAuditChain')
+  @Response<Problem>(400, 'An invalid id', validationFailedExample, PROBLEM_JSON)
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents may not verify the audit log', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such conversation (and no entries), or one the caller may not see',
+    conversationNotFoundExample,
+    PROBLEM_JSON,
+  )
   public async verify(@Request() req: ExRequest, @Path() id: Id): Promise<AuditVerification> {
     return this.services.audit.verify(principalOf(req), id);
   }

@@ -21,6 +21,15 @@ import { ZPolicy } from '../core/policy';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { Id, JsonObject, Resource } from './types';
+import { PROBLEM_JSON } from '../http/problem';
+import {
+  conflictExample,
+  conversationNotFoundExample,
+  forbiddenExample,
+  unauthorizedExample,
+  unsupportedMediaTypeExample,
+  validationFailedExample,
+} from './examples';
 
 export interface Policy {
   /** Canonical names with `*` wildcards (`data-tool/*`, `*\/delete-*`): matched actions are denied. */
@@ -76,11 +85,12 @@ export class ConversationsController extends Controller {
    * @minimum limit 1 must be an integer from 1 to 500
    * @maximum limit 500 must be an integer from 1 to 500
    * @param cursor From the previous page's nextCursor.
+   * @summary List conversations
    */
   @Get()
-  @Response<Problem>(400, 'Bad limit or cursor')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents may not list conversations')
+  @Response<Problem>(400, 'Bad limit or cursor', validationFailedExample, PROBLEM_JSON)
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents may not list conversations', forbiddenExample, PROBLEM_JSON)
   public async listConversations(
     @Request() req: ExRequest,
     @Query() limit: number = 100,
@@ -107,17 +117,22 @@ export class ConversationsController extends Controller {
     return { conversations: page, nextCursor: next };
   }
 
-  /** Creates a conversation, owned by the caller. */
+  /**
+   * Creates a conversation, owned by the caller.
+   * @summary Create a conversation
+   */
   @Post()
   @SuccessResponse(201, 'Created')
   @Response<Problem>(
     400,
     'Invalid id, metadata or policy; NUL, lone surrogates, `__proto__` keys or nesting over 64 levels',
+    validationFailedExample,
+    PROBLEM_JSON,
   )
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents may not create conversations')
-  @Response<Problem>(409, 'A conversation with this id exists')
-  @Response<Problem>(415, 'Unsupported Content-Encoding or charset')
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents may not create conversations', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(409, 'A conversation with this id exists', conflictExample, PROBLEM_JSON)
+  @Response<Problem>(415, 'Unsupported Content-Encoding or charset', unsupportedMediaTypeExample, PROBLEM_JSON)
   public async createConversation(
     @Request() req: ExRequest,
     @Body() body: CreateConversationBody,
@@ -144,23 +159,51 @@ export class ConversationsController extends Controller {
     return conv;
   }
 
+  /**
+   * The conversation object: id, owner, metadata, policy and timestamps
+   * (owner, admin; agents read the state instead).
+   * @summary Read a conversation
+   */
   @Get('{id}')
-  @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents may not read the conversation object')
-  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  @Response<Problem>(
+    400,
+    'Malformed URL: bad percent-encoding, a NUL character or an invalid id',
+    validationFailedExample,
+    PROBLEM_JSON,
+  )
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents may not read the conversation object', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such conversation, or one the caller may not see',
+    conversationNotFoundExample,
+    PROBLEM_JSON,
+  )
   public async getConversation(@Request() req: ExRequest, @Path() id: Id): Promise<Conversation> {
     await this.services.access.check(principalOf(req), id, 'manage', 'read the conversation');
     return getConversation(this.services.stores.conversations, id);
   }
 
-  /** Deletes the conversation with its resources, permissions and history; its agent keys are revoked. */
+  /**
+   * Deletes the conversation with its resources, permissions and history; its agent keys are revoked.
+   * @summary Delete a conversation and its data
+   */
   @Delete('{id}')
   @SuccessResponse(204, 'Deleted')
-  @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents may not delete conversations')
-  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  @Response<Problem>(
+    400,
+    'Malformed URL: bad percent-encoding, a NUL character or an invalid id',
+    validationFailedExample,
+    PROBLEM_JSON,
+  )
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents may not delete conversations', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such conversation, or one the caller may not see',
+    conversationNotFoundExample,
+    PROBLEM_JSON,
+  )
   public async deleteConversation(@Request() req: ExRequest, @Path() id: Id): Promise<void> {
     const p = principalOf(req);
     await this.services.access.check(p, id, 'manage', 'delete the conversation');
@@ -171,12 +214,25 @@ export class ConversationsController extends Controller {
     this.setStatus(204);
   }
 
-  /** The conversation in the seed's M5 JSON format. */
+  /**
+   * The conversation in the seed's M5 JSON format.
+   * @summary Read a conversation's full state
+   */
   @Get('{id}/state')
-  @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents may not read the conversation state')
-  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  @Response<Problem>(
+    400,
+    'Malformed URL: bad percent-encoding, a NUL character or an invalid id',
+    validationFailedExample,
+    PROBLEM_JSON,
+  )
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents may not read the conversation state', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such conversation, or one the caller may not see',
+    conversationNotFoundExample,
+    PROBLEM_JSON,
+  )
   public async getState(@Request() req: ExRequest, @Path() id: Id): Promise<ConversationState> {
     await this.services.access.check(principalOf(req), id, 'manage', 'read the conversation state');
     const { permissions, resources } = this.services.stores;

@@ -2,6 +2,8 @@ import { Controller, Get, NoSecurity, Response, Route, SuccessResponse, Tags } f
 import type { Problem } from '../http/problem';
 import { AppError } from '../http/problem';
 import type { Services } from '../services';
+import { PROBLEM_JSON } from '../http/problem';
+import { badUrlExample, unavailableExample } from './examples';
 
 export interface HealthStatus {
   status: 'ok';
@@ -21,18 +23,24 @@ export class HealthController extends Controller {
     super();
   }
 
-  /** Liveness: 200 while the process runs. */
+  /**
+   * Liveness: 200 while the process runs.
+   * @summary Liveness
+   */
   @Get('healthz')
-  @Response<Problem>(400, 'Malformed URL: bad percent-encoding or a NUL character')
+  @Response<Problem>(400, 'Malformed URL: bad percent-encoding or a NUL character', badUrlExample, PROBLEM_JSON)
   public healthz(): HealthStatus {
     return { status: 'ok' };
   }
 
-  /** Readiness: 200 when the database answers and the tools are loaded, else 503. */
+  /**
+   * Readiness: 200 when the database answers and the tools are loaded, else 503.
+   * @summary Readiness (database and tools)
+   */
   @Get('readyz')
   @SuccessResponse(200, 'Ready')
-  @Response<Problem>(400, 'Malformed URL: bad percent-encoding or a NUL character')
-  @Response<Problem>(503, 'Database unreachable or tools not loaded yet')
+  @Response<Problem>(400, 'Malformed URL: bad percent-encoding or a NUL character', badUrlExample, PROBLEM_JSON)
+  @Response<Problem>(503, 'Database unreachable or tools not loaded yet', unavailableExample, PROBLEM_JSON)
   public async readyz(): Promise<ReadinessStatus> {
     if (!this.services.catalog.ready) throw new AppError('unavailable', 'Tools are not loaded yet');
     try {

@@ -2,6 +2,7 @@ import {
   Body,
   Controller,
   Delete,
+  Example,
   Get,
   Path,
   Post,
@@ -18,6 +19,16 @@ import type { Problem } from '../http/problem';
 import type { Services } from '../services';
 import { SYSTEM_CHAIN } from '../core/audit';
 import type { Id, PermissionLevel } from './types';
+import { PROBLEM_JSON } from '../http/problem';
+import {
+  conversationNotFoundExample,
+  forbiddenExample,
+  unauthorizedExample,
+  validationFailedExample,
+  createdAgentKeyExample,
+  createdKeyExample,
+  keyListExample,
+} from './examples';
 
 export interface CreateKeyBody {
   role: 'admin' | 'user';
@@ -93,9 +104,12 @@ export class KeysController extends Controller {
     super();
   }
 
-  /** The caller, as the service knows it. */
+  /**
+   * The caller, as the service knows it.
+   * @summary Who the bearer token authenticates
+   */
   @Get('me')
-  @Response<Problem>(401, 'No valid bearer token')
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
   public me(@Request() req: ExRequest): Me {
     const p = principalOf(req);
     return {
@@ -107,12 +121,17 @@ export class KeysController extends Controller {
     };
   }
 
-  /** Mints an admin or user key (admins only). The token is in this response only. */
+  /**
+   * Mints an admin or user key (admins only). The token is in this response only.
+   * @summary Mint an API key (admins)
+   * @example body {"role": "user", "subject": "alice", "label": "alice laptop"}
+   */
   @Post('keys')
+  @Example<CreatedApiKey>(createdKeyExample)
   @SuccessResponse(201, 'Created')
-  @Response<Problem>(400, 'Bad role, subject or expiresAt')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Only admins mint keys')
+  @Response<Problem>(400, 'Bad role, subject or expiresAt', validationFailedExample, PROBLEM_JSON)
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Only admins mint keys', forbiddenExample, PROBLEM_JSON)
   public async createKey(@Request() req: ExRequest, @Body() body: CreateKeyBody): Promise<CreatedApiKey> {
     const p = principalOf(req);
     const key = await this.services.keys.mint(p, body);
@@ -121,20 +140,27 @@ export class KeysController extends Controller {
     return key;
   }
 
-  /** The keys the caller may manage: an admin's are all keys, a user's the agent keys of its conversations. */
+  /**
+   * The keys the caller may manage: an admin's are all keys, a user's the agent keys of its conversations.
+   * @summary List API keys
+   */
   @Get('keys')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents manage no keys')
+  @Example<KeyList>(keyListExample)
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents manage no keys', forbiddenExample, PROBLEM_JSON)
   public async listKeys(@Request() req: ExRequest): Promise<KeyList> {
     return { keys: (await this.services.keys.list(principalOf(req))).map(view) };
   }
 
-  /** Revokes a key: every replica refuses it within 5 seconds (this one at once). */
+  /**
+   * Revokes a key: every replica refuses it within 5 seconds (this one at once).
+   * @summary Revoke an API key
+   */
   @Delete('keys/{keyId}')
   @SuccessResponse(204, 'Revoked')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents revoke no keys')
-  @Response<Problem>(404, 'No such key among those the caller manages')
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents revoke no keys', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(404, 'No such key among those the caller manages', conversationNotFoundExample, PROBLEM_JSON)
   public async revokeKey(@Request() req: ExRequest, @Path() keyId: string): Promise<void> {
     const p = principalOf(req);
     const hash = await this.services.keys.revoke(p, keyId);
@@ -148,13 +174,23 @@ export class KeysController extends Controller {
     this.setStatus(204);
   }
 
-  /** Mints a key for an agent in this conversation (its owner or an admin). The token is in this response only. */
+  /**
+   * Mints a key for an agent in this conversation (its owner or an admin). The token is in this response only.
+   * @summary Mint an agent key for one conversation
+   * @example body {"label": "support bot", "maxLevel": 2}
+   */
   @Post('conversations/{id}/agent-keys')
+  @Example<CreatedApiKey>(createdAgentKeyExample)
   @SuccessResponse(201, 'Created')
-  @Response<Problem>(400, 'Bad maxLevel or expiresAt')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents mint no keys')
-  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  @Response<Problem>(400, 'Bad maxLevel or expiresAt', validationFailedExample, PROBLEM_JSON)
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents mint no keys', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such conversation, or one the caller may not see',
+    conversationNotFoundExample,
+    PROBLEM_JSON,
+  )
   public async createAgentKey(
     @Request() req: ExRequest,
     @Path() id: Id,

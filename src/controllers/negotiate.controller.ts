@@ -1,11 +1,53 @@
-import { Body, Controller, Header, Path, Post, Request, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
+import {
+  Body,
+  Controller,
+  Example,
+  Header,
+  Path,
+  Post,
+  Request,
+  Response,
+  Route,
+  SuccessResponse,
+  Tags,
+} from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import { principalOf } from '../http/authenticate';
-import type { Problem } from '../http/problem';
+import { PROBLEM_JSON, type Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { NegotiationResult } from '../core/negotiation';
 import { negotiationStatus } from '../http/negotiate-status';
 import type { Id, IdempotencyKey, JsonObject } from './types';
+import {
+  ambiguousActionExample,
+  bodyValidationFailedExample,
+  conversationNotFoundExample,
+  deniedExample,
+  idempotencyInFlightExample,
+  idempotencyKeyReusedExample,
+  invalidArgsExample,
+  negotiatedDryRunExample,
+  negotiatedExample,
+  noToolExample,
+  payloadTooLargeExample,
+  permissionRequiredExample,
+  resourceExistsExample,
+  resourceNotFoundOutcomeExample,
+  resourceTooLargeExample,
+  toolErrorExample,
+  unauthorizedExample,
+  unavailableExample,
+  unknownToolExample,
+  unsupportedMediaTypeExample,
+} from './examples';
+
+/**
+ * A status answered either as a NegotiationResult (application/json) or as a
+ * problem (application/problem+json). tsoa gives a status one schema for all
+ * its media types: scripts/openapi-finish.mjs splits these into one schema and
+ * its own examples per media type.
+ */
+const NEGOTIATE_OR_PROBLEM = ['application/json', PROBLEM_JSON];
 
 export interface NegotiateBody {
   /**
@@ -56,33 +98,70 @@ export class NegotiateController extends Controller {
    * failed action (its writes rolled back: 4xx from the tool, 500
    * tool_error) and 503s are not kept: a retry with the key runs afresh.
    * @param idempotencyKey 1 to 255 visible ASCII characters, unique per request you mean to make once.
+   * @example body.create {"action": "create-resource", "args": {"name": "notes", "data": {"text": "hello"}}}
+   * @example body.explicitTool {"action": "add", "tool": "calculator", "args": {"a": 2, "b": 3}}
+   * @example body.dryRun {"action": "read-resource", "args": {"name": "notes"}, "dryRun": true}
+   * @example body.upgrade {"action": "upgrade:data-tool:level-2"}
+   * @example body.listTools {"action": "list-tools"}
+   * @example body.retryWithApproval {"action": "create-resource", "args": {"name": "notes", "data": {"text": "hello"}}, "approvalId": "apr_A2k3sjj3kmXySulM"}
+   * @summary Route, authorize and run an action
    */
   @Post('{conversationId}/negotiate')
+  // Per status, tsoa takes the description of the last @Response and the
+  // examples of all of them, in order.
   @SuccessResponse<{
     /** `true` when this answer is the kept outcome of an earlier request with the same Idempotency-Key. */
     'Idempotent-Replayed'?: string;
   }>(200, 'The action ran (or, with dryRun, would run)')
-  @Response<NegotiationResult>(
+  @Example<NegotiationResult>(negotiatedExample, 'success')
+  @Example<NegotiationResult>(negotiatedDryRunExample, 'dryRun')
+  @Response<NegotiationResult | Problem>(400, '', invalidArgsExample, NEGOTIATE_OR_PROBLEM)
+  @Response<NegotiationResult | Problem>(
     400,
-    'invalid_args: args fail the action input schema, hold NUL, lone surrogates or nesting over 64 levels, or a bad upgrade level',
+    'invalid_args (NegotiationResult): args fail the action input schema, hold NUL, lone surrogates or nesting over 64 levels, or a bad upgrade level; validation_failed (problem+json): a malformed request or Idempotency-Key',
+    bodyValidationFailedExample,
+    NEGOTIATE_OR_PROBLEM,
   )
-  @Response<Problem>(400, 'Malformed request or Idempotency-Key (validation_failed, problem+json)')
-  @Response<Problem>(401, 'No valid bearer token (problem+json)')
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<NegotiationResult>(403, '', permissionRequiredExample)
   @Response<NegotiationResult>(
     403,
     "permission_required (requiresApproval, with the approval request; also an agent's upgrade:), denied by policy (contradiction), level_ceiling (above an agent key's maxLevel, no approval), approval_expired, or approval_rejected (error gives the reason)",
+    deniedExample,
   )
-  @Response<NegotiationResult>(404, 'no_tool, unknown_tool, resource_not_found or approval_not_found')
-  @Response<Problem>(404, 'A conversation the caller may not see (not_found, problem+json)')
-  @Response<NegotiationResult>(
+  @Response<NegotiationResult | Problem>(404, '', noToolExample, NEGOTIATE_OR_PROBLEM)
+  @Response<NegotiationResult | Problem>(404, '', unknownToolExample, NEGOTIATE_OR_PROBLEM)
+  @Response<NegotiationResult | Problem>(404, '', resourceNotFoundOutcomeExample, NEGOTIATE_OR_PROBLEM)
+  @Response<NegotiationResult | Problem>(
+    404,
+    'no_tool, unknown_tool, resource_not_found or approval_not_found (NegotiationResult); a conversation the caller may not see (not_found, problem+json)',
+    conversationNotFoundExample,
+    NEGOTIATE_OR_PROBLEM,
+  )
+  @Response<NegotiationResult | Problem>(409, '', ambiguousActionExample, NEGOTIATE_OR_PROBLEM)
+  @Response<NegotiationResult | Problem>(409, '', resourceExistsExample, NEGOTIATE_OR_PROBLEM)
+  @Response<NegotiationResult | Problem>(
     409,
-    'ambiguous_action, resource_exists, approval_mismatch (the approval is for another call) or approval_used; or, as problem+json conflict, a request with this Idempotency-Key still running',
+    'ambiguous_action, resource_exists, approval_mismatch (the approval is for another call) or approval_used (NegotiationResult); a request with this Idempotency-Key still running (conflict, problem+json)',
+    idempotencyInFlightExample,
+    NEGOTIATE_OR_PROBLEM,
   )
-  @Response<Problem>(422, 'This Idempotency-Key was used with another body (idempotency_key_reused, problem+json)')
-  @Response<NegotiationResult>(413, 'resource_too_large')
-  @Response<NegotiationResult>(500, 'tool_error: the tool threw')
-  @Response<Problem>(415, 'Unsupported Content-Encoding or charset (problem+json)')
-  @Response<Problem>(503, 'Database unreachable (unavailable, problem+json)')
+  @Response<NegotiationResult | Problem>(413, '', resourceTooLargeExample, NEGOTIATE_OR_PROBLEM)
+  @Response<NegotiationResult | Problem>(
+    413,
+    'resource_too_large (NegotiationResult): resource data over RESOURCE_MAX_BYTES; payload_too_large (problem+json): a body over BODY_LIMIT',
+    payloadTooLargeExample,
+    NEGOTIATE_OR_PROBLEM,
+  )
+  @Response<Problem>(415, 'Unsupported Content-Encoding or charset', unsupportedMediaTypeExample, PROBLEM_JSON)
+  @Response<Problem>(
+    422,
+    'This Idempotency-Key was used with another body (idempotency_key_reused)',
+    idempotencyKeyReusedExample,
+    PROBLEM_JSON,
+  )
+  @Response<NegotiationResult>(500, 'tool_error: the tool threw (details only in the log)', toolErrorExample)
+  @Response<Problem>(503, 'Database unreachable (unavailable)', unavailableExample, PROBLEM_JSON)
   public async negotiate(
     @Request() req: ExRequest,
     @Path() conversationId: Id,

@@ -1,4 +1,4 @@
-import { Body, Controller, Get, Path, Put, Request, Response, Route, Tags } from '@tsoa/runtime';
+import { Body, Controller, Example, Get, Path, Put, Request, Response, Route, Tags } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import { actorOf } from '../core/principal';
 import { principalOf } from '../http/authenticate';
@@ -6,6 +6,17 @@ import { listPermissions, permissionHistory } from '../core/permissions';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { Id, PermissionLevel } from './types';
+import { PROBLEM_JSON } from '../http/problem';
+import {
+  conversationNotFoundExample,
+  forbiddenExample,
+  unauthorizedExample,
+  unsupportedMediaTypeExample,
+  validationFailedExample,
+  levelChangeExample,
+  permissionHistoryExample,
+  permissionsExample,
+} from './examples';
 
 export interface ToolPermission {
   tool: string;
@@ -61,12 +72,26 @@ export class PermissionsController extends Controller {
     super();
   }
 
-  /** The effective level of every registered tool in this conversation. */
+  /**
+   * The effective level of every registered tool in this conversation.
+   * @summary Read each tool's permission level
+   */
   @Get()
-  @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents may not read permissions')
-  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  @Example<Permissions>(permissionsExample)
+  @Response<Problem>(
+    400,
+    'Malformed URL: bad percent-encoding, a NUL character or an invalid id',
+    validationFailedExample,
+    PROBLEM_JSON,
+  )
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents may not read permissions', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such conversation, or one the caller may not see',
+    conversationNotFoundExample,
+    PROBLEM_JSON,
+  )
   public async getPermissions(@Request() req: ExRequest, @Path() id: Id): Promise<Permissions> {
     await this.services.access.check(principalOf(req), id, 'manage', 'read permissions');
     return listPermissions(
@@ -76,24 +101,48 @@ export class PermissionsController extends Controller {
     );
   }
 
-  /** Permission changes, oldest first. Append-only. */
+  /**
+   * Permission changes, oldest first. Append-only.
+   * @summary Read the permission change history
+   */
   @Get('history')
-  @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents may not read the permission history')
-  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  @Example<PermissionHistory>(permissionHistoryExample)
+  @Response<Problem>(
+    400,
+    'Malformed URL: bad percent-encoding, a NUL character or an invalid id',
+    validationFailedExample,
+    PROBLEM_JSON,
+  )
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents may not read the permission history', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such conversation, or one the caller may not see',
+    conversationNotFoundExample,
+    PROBLEM_JSON,
+  )
   public async getHistory(@Request() req: ExRequest, @Path() id: Id): Promise<PermissionHistory> {
     await this.services.access.check(principalOf(req), id, 'manage', 'read the permission history');
     return { events: await permissionHistory(this.services.stores.permissions, id) };
   }
 
-  /** Sets a tool's level in this conversation (raising or lowering); creates the conversation on first use, owned by the caller. */
+  /**
+   * Sets a tool's level in this conversation (raising or lowering); creates the conversation on first use, owned by the caller.
+   * @summary Set a tool's permission level
+   * @example body {"level": 2}
+   */
   @Put('{tool}')
-  @Response<Problem>(400, 'Level is not 1, 2 or 3')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'Agents never change permissions')
-  @Response<Problem>(404, 'No such tool, or a conversation the caller may not see')
-  @Response<Problem>(415, 'Unsupported Content-Encoding or charset')
+  @Example<LevelChange>(levelChangeExample)
+  @Response<Problem>(400, 'Level is not 1, 2 or 3', validationFailedExample, PROBLEM_JSON)
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'Agents never change permissions', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such tool, or a conversation the caller may not see',
+    conversationNotFoundExample,
+    PROBLEM_JSON,
+  )
+  @Response<Problem>(415, 'Unsupported Content-Encoding or charset', unsupportedMediaTypeExample, PROBLEM_JSON)
   public async setLevel(
     @Request() req: ExRequest,
     @Path() id: Id,

@@ -2,6 +2,7 @@ import {
   Body,
   Controller,
   Delete,
+  Example,
   Get,
   Header,
   Path,
@@ -21,6 +22,18 @@ import { parsePrecondition } from '../http/preconditions';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { Id, Resource } from './types';
+import { PROBLEM_JSON } from '../http/problem';
+import {
+  forbiddenExample,
+  payloadTooLargeExample,
+  preconditionFailedExample,
+  resourceNotFoundExample,
+  unauthorizedExample,
+  unsupportedMediaTypeExample,
+  validationFailedExample,
+  resourceExample,
+  resourcePageExample,
+} from './examples';
 
 export interface ResourcePage {
   resources: Resource[];
@@ -69,11 +82,18 @@ export class ResourcesController extends Controller {
    * @minimum limit 1 must be an integer from 1 to 500
    * @maximum limit 500 must be an integer from 1 to 500
    * @param cursor From the previous page's nextCursor.
+   * @summary List the conversation's resources
    */
   @Get()
-  @Response<Problem>(400, 'Bad limit, cursor or id; a NUL character in a query value')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  @Example<ResourcePage>(resourcePageExample)
+  @Response<Problem>(
+    400,
+    'Bad limit, cursor or id; a NUL character in a query value',
+    validationFailedExample,
+    PROBLEM_JSON,
+  )
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(404, 'No such conversation, or one the caller may not see', resourceNotFoundExample, PROBLEM_JSON)
   public async listResources(
     @Request() req: ExRequest,
     @Path() id: Id,
@@ -90,12 +110,26 @@ export class ResourcesController extends Controller {
     return { resources: page, nextCursor: more ? encodeCursor(page[page.length - 1]!.name) : null };
   }
 
-  /** One resource, with `ETag: "VERSION"`. */
+  /**
+   * One resource, with `ETag: "VERSION"`.
+   * @summary Read a resource
+   */
   @Get('{name}')
-  @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'An agent may only read resources')
-  @Response<Problem>(404, 'No such resource, or a conversation the caller may not see')
+  @Example<Resource>(resourceExample)
+  @Response<Problem>(
+    400,
+    'Malformed URL: bad percent-encoding, a NUL character or an invalid id',
+    validationFailedExample,
+    PROBLEM_JSON,
+  )
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'An agent may only read resources', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such resource, or a conversation the caller may not see',
+    resourceNotFoundExample,
+    PROBLEM_JSON,
+  )
   public async getResource(@Request() req: ExRequest, @Path() id: Id, @Path() name: Id): Promise<Resource> {
     await this.services.access.check(principalOf(req), id, 'read-resources', 'read resources');
     const resource = await this.services.resources.get(id, name);
@@ -107,15 +141,28 @@ export class ResourcesController extends Controller {
    * Creates (201) or replaces (200) a resource, as `client`. The conversation
    * is created on first use. `If-Match: "VERSION"` makes the write conditional;
    * `If-None-Match: *` makes it create-only.
+   * @summary Create or replace a resource
+   * @example body {"data": {"text": "hello"}}
    */
   @Put('{name}')
+  @Example<Resource>(resourceExample)
   @SuccessResponse(200, 'Updated')
   @Response<Resource>(201, 'Created')
-  @Response<Problem>(400, 'Invalid body or precondition header; NUL, lone surrogates or nesting over 64 levels')
-  @Response<Problem>(404, 'The conversation was deleted while the write ran')
-  @Response<Problem>(412, 'If-Match or If-None-Match failed (no listed entity tag is the current version)')
-  @Response<Problem>(413, 'data is larger than RESOURCE_MAX_BYTES')
-  @Response<Problem>(415, 'Unsupported Content-Encoding or charset')
+  @Response<Problem>(
+    400,
+    'Invalid body or precondition header; NUL, lone surrogates or nesting over 64 levels',
+    validationFailedExample,
+    PROBLEM_JSON,
+  )
+  @Response<Problem>(404, 'The conversation was deleted while the write ran', resourceNotFoundExample, PROBLEM_JSON)
+  @Response<Problem>(
+    412,
+    'If-Match or If-None-Match failed (no listed entity tag is the current version)',
+    preconditionFailedExample,
+    PROBLEM_JSON,
+  )
+  @Response<Problem>(413, 'data is larger than RESOURCE_MAX_BYTES', payloadTooLargeExample, PROBLEM_JSON)
+  @Response<Problem>(415, 'Unsupported Content-Encoding or charset', unsupportedMediaTypeExample, PROBLEM_JSON)
   public async putResource(
     @Request() req: ExRequest,
     @Path() id: Id,
@@ -145,14 +192,22 @@ export class ResourcesController extends Controller {
     return resource;
   }
 
-  /** Deletes a resource. `If-Match: "VERSION"` makes it conditional. */
+  /**
+   * Deletes a resource. `If-Match: "VERSION"` makes it conditional.
+   * @summary Delete a resource
+   */
   @Delete('{name}')
   @SuccessResponse(204, 'Deleted')
-  @Response<Problem>(400, 'Malformed URL or If-Match header')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(403, 'An agent may only read resources')
-  @Response<Problem>(404, 'No such resource, or a conversation the caller may not see')
-  @Response<Problem>(412, 'If-Match failed')
+  @Response<Problem>(400, 'Malformed URL or If-Match header', validationFailedExample, PROBLEM_JSON)
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'An agent may only read resources', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such resource, or a conversation the caller may not see',
+    resourceNotFoundExample,
+    PROBLEM_JSON,
+  )
+  @Response<Problem>(412, 'If-Match failed', preconditionFailedExample, PROBLEM_JSON)
   public async deleteResource(
     @Request() req: ExRequest,
     @Path() id: Id,

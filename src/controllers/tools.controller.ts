@@ -9,19 +9,46 @@ import {
   type ToolDefinitions,
 } from '../core/llm-definitions';
 import { listPermissions } from '../core/permissions';
-import type { ActionView, ToolView } from '../core/tool-catalog';
 import { principalOf } from '../http/authenticate';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { AlignmentValue, Id } from './types';
+import { PROBLEM_JSON } from '../http/problem';
+import {
+  badUrlExample,
+  conversationNotFoundExample,
+  notFoundExample,
+  unauthorizedExample,
+  validationFailedExample,
+} from './examples';
 
-export interface Action extends Omit<ActionView, 'alignment' | 'inputSchema'> {
+// Declared in full, not as Omit<ActionView, ...>: tsoa names such types
+// `Pick_ActionView.Exclude_keyof...`; the assignment checks in listTools and
+// getTool keep these in step with src/core/tool-catalog.ts.
+
+/** One action of a tool. */
+export interface Action {
+  /** The bare action (capability) name, kebab-case. */
+  name: string;
+  /** Canonical `tool/action`. */
+  qualifiedName: string;
+  /** Provider-safe `tool_action`. */
+  providerName: string;
+  description: string;
+  /** Required permission level: 1 read, 2 write, 3 execute. */
+  level: number;
   alignment: AlignmentValue;
   /** JSON Schema of the args (`type: "object"`). */
   inputSchema: { [key: string]: unknown };
 }
 
-export interface Tool extends Omit<ToolView, 'actions'> {
+/** A registered tool and its actions. */
+export interface Tool {
+  name: string;
+  version: string;
+  description: string;
+  /** Its actions' names. */
+  capabilities: string[];
   actions: Action[];
 }
 
@@ -36,9 +63,12 @@ export class ToolsController extends Controller {
     super();
   }
 
-  /** Every registered tool, sorted by name, with its actions. */
+  /**
+   * Every registered tool, sorted by name, with its actions.
+   * @summary List the registered tools
+   */
   @Get()
-  @Response<Problem>(400, 'Malformed URL: bad percent-encoding or a NUL character')
+  @Response<Problem>(400, 'Malformed URL: bad percent-encoding or a NUL character', badUrlExample, PROBLEM_JSON)
   public listTools(): ToolList {
     return { tools: this.services.catalog.toolViews() };
   }
@@ -65,11 +95,17 @@ export class ToolsController extends Controller {
    * @minimum limit 1 must be an integer from 1 to 128
    * @maximum limit 128 must be an integer from 1 to 128
    * @param conversationId Leave out the actions this conversation's policy denies.
+   * @summary Tool definitions for an LLM (OpenAI, Anthropic, MCP)
    */
   @Get('definitions')
-  @Response<Problem>(400, 'Unknown format, bad limit or conversation id')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  @Response<Problem>(400, 'Unknown format, bad limit or conversation id', validationFailedExample, PROBLEM_JSON)
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such conversation, or one the caller may not see',
+    conversationNotFoundExample,
+    PROBLEM_JSON,
+  )
   public async getDefinitions(
     @Request() req: ExpressRequest,
     @Query() format: DefinitionFormat = 'openai',
@@ -96,12 +132,18 @@ export class ToolsController extends Controller {
    * several participants offer the same tool, the provider-safe
    * `participant_tool` names, and what a permission upgrade means.
    * @param conversationId Leave out what this conversation's policy denies, and give each participant's current level in it.
+   * @summary System prompt text for the tools
    */
   @Get('prompt')
   @Produces('text/plain')
-  @Response<Problem>(400, 'Bad conversation id')
-  @Response<Problem>(401, 'No valid bearer token')
-  @Response<Problem>(404, 'No such conversation, or one the caller may not see')
+  @Response<Problem>(400, 'Bad conversation id', validationFailedExample, PROBLEM_JSON)
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'No such conversation, or one the caller may not see',
+    conversationNotFoundExample,
+    PROBLEM_JSON,
+  )
   public async getPrompt(@Request() req: ExpressRequest, @Query() conversationId?: Id): Promise<string> {
     const { set } = this.services.catalog.snapshot();
     const options: PromptOptions = {};
@@ -125,10 +167,18 @@ export class ToolsController extends Controller {
     return text;
   }
 
-  /** One tool. */
+  /**
+   * One tool.
+   * @summary Read one tool
+   */
   @Get('{name}')
-  @Response<Problem>(400, 'Malformed URL: bad percent-encoding, a NUL character or an invalid id')
-  @Response<Problem>(404, 'No such tool')
+  @Response<Problem>(
+    400,
+    'Malformed URL: bad percent-encoding, a NUL character or an invalid id',
+    badUrlExample,
+    PROBLEM_JSON,
+  )
+  @Response<Problem>(404, 'No such tool', notFoundExample, PROBLEM_JSON)
   public getTool(@Path() name: string): Tool {
     const tool = this.services.catalog.toolViews().find((t) => t.name === name);
     if (!tool) throw new AppError('not_found', `Tool not found: ${name.slice(0, 64)}`);

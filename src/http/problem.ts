@@ -71,3 +71,6 @@ export function problemOf(code: ProblemCode, detail: string, errors?: FieldError
 export function fieldProblem(path: string, message: string): AppError {
   return new AppError('validation_failed', `${path}: ${message}`, [{ path, message }]);
 }
+
+/** The media type of every Problem this API sends (sendProblem in ./middleware). */
+export const PROBLEM_JSON = 'application/problem+json';
