@@ -102,11 +102,24 @@ if (!chromiumPresent && !browserRequired) {
     return { page, traffic };
   }
 
-  /** Expands an operation, presses "Try it out" and "Execute"; the response the browser got. */
-  async function execute(page: Page, operationId: string, path: string, body?: string): Promise<Response> {
-    const op = page.locator(`#operations-Identity-${operationId}`);
+  /**
+   * Expands an operation (`Tag-OperationId`, or an Identity operation's id),
+   * presses "Try it out", fills the path parameters and body, and presses
+   * "Execute"; the response the browser got.
+   */
+  async function execute(
+    page: Page,
+    operationId: string,
+    path: string,
+    body?: string,
+    params: Record<string, string> = {},
+  ): Promise<Response> {
+    const op = page.locator(`#operations-${operationId.includes('-') ? operationId : `Identity-${operationId}`}`);
     await op.locator('.opblock-summary-control').click();
     await op.getByRole('button', { name: 'Try it out' }).click();
+    for (const [name, value] of Object.entries(params)) {
+      await op.locator(`tr[data-param-name="${name}"] input`).fill(value);
+    }
     if (body !== undefined) await op.locator('textarea.body-param__text').fill(body);
     const [response] = await Promise.all([
       page.waitForResponse((r) => r.url() === `${base}${path}`),
@@ -117,23 +130,24 @@ if (!chromiumPresent && !browserRequired) {
     return response;
   }
 
+  const opSelector = (operationId: string): string =>
+    `#operations-${operationId.includes('-') ? operationId : `Identity-${operationId}`}`;
+
   function shownStatus(page: Page, operationId: string): Promise<string> {
     return page
-      .locator(`#operations-Identity-${operationId} .live-responses-table tbody .response-col_status`)
+      .locator(`${opSelector(operationId)} .live-responses-table tbody .response-col_status`)
       .innerText()
       .then((s) => s.trim());
   }
 
   function shownBody(page: Page, operationId: string): Promise<string> {
     return page
-      .locator(
-        `#operations-Identity-${operationId} .live-responses-table tbody .response-col_description .highlight-code`,
-      )
+      .locator(`${opSelector(operationId)} .live-responses-table tbody .response-col_description .highlight-code pre`)
       .innerText();
   }
 
   function shownCurl(page: Page, operationId: string): Promise<string> {
-    return page.locator(`#operations-Identity-${operationId} .curl-command .curl`).innerText();
+    return page.locator(`${opSelector(operationId)} .curl-command .curl`).innerText();
   }
 
   /**
@@ -187,6 +201,57 @@ if (!chromiumPresent && !browserRequired) {
     expect(await created.request().headerValue('authorization')).toBe(`Bearer ${TEST_ADMIN_TOKEN}`);
     expect(await shownStatus(page, 'CreateKey')).toBe('201');
     expect(await shownBody(page, 'CreateKey')).toContain('"subject": "swagger-ui"');
+
+    await expectCleanTraffic(traffic);
+    await page.close();
+  });
+
+  it('negotiate through "Try it out": a run that succeeds and a refusal, each shown with its status and body', async () => {
+    const { page, traffic } = await openDocs();
+    await page.locator('.scheme-container button.authorize').click();
+    const dialog = page.locator('.modal-ux');
+    await dialog.getByLabel('auth-bearer-value').fill(TEST_ADMIN_TOKEN);
+    await dialog.locator('.auth-btn-wrapper button', { hasText: /^Authorize$/ }).click();
+    await dialog.locator('.auth-btn-wrapper button', { hasText: /^Close$/ }).click();
+    await page.locator('.scheme-container button.authorize.locked').waitFor();
+
+    const op = 'Negotiate-Negotiate';
+    const opBlock = page.locator(`#operations-${op}`);
+    // The spec's summary, shown on the collapsed operation.
+    await expect(opBlock.locator('.opblock-summary-description').innerText()).resolves.toBe(
+      'Route, authorize and run an action',
+    );
+
+    const conversation = `swagger-${Date.now().toString(36)}`;
+    const body = '{"action": "add", "tool": "calculator", "args": {"a": 2, "b": 3}}';
+    const ran = await execute(page, op, `/conversations/${conversation}/negotiate`, body, {
+      conversationId: conversation,
+    });
+    expect(ran.status()).toBe(200);
+    expect(await ran.request().headerValue('authorization')).toBe(`Bearer ${TEST_ADMIN_TOKEN}`);
+    expect(JSON.parse(ran.request().postData() ?? '')).toEqual(JSON.parse(body));
+    expect(await shownStatus(page, op)).toBe('200');
+    const shown = JSON.parse(await shownBody(page, op)) as Record<string, unknown>;
+    expect(shown).toMatchObject({
+      success: true,
+      output: { result: 5 },
+      routing: { tool: 'calculator', action: 'add', explicit: true },
+    });
+
+    // The same form again, now an action that needs a higher level: a 403 refusal shown as the API sent it.
+    const refusedBody = '{"action": "create-resource", "args": {"name": "notes", "data": {"text": "hi"}}}';
+    await opBlock.locator('textarea.body-param__text').fill(refusedBody);
+    const [refused] = await Promise.all([
+      page.waitForResponse((r) => r.url() === `${base}/conversations/${conversation}/negotiate` && r.status() !== 200),
+      opBlock.getByRole('button', { name: 'Execute' }).click(),
+    ]);
+    expect(refused.status()).toBe(403);
+    await opBlock.locator('.live-responses-table tbody .response-col_status', { hasText: '403' }).waitFor();
+    expect(JSON.parse(await shownBody(page, op))).toMatchObject({
+      success: false,
+      code: 'permission_required',
+      requiresApproval: true,
+    });
 
     await expectCleanTraffic(traffic);
     await page.close();
