@@ -1,30 +1,58 @@
-# syntax=docker/dockerfile:1
+# Plain multi-stage build (no `# syntax=` line: no BuildKit frontend to
+# download). Node 22 LTS on Alpine: the service has no native code (Prisma
+# runs on its WebAssembly query compiler and schema engine, pg is pure JS,
+# pglite is WebAssembly), so musl is no obstacle, and the base is the
+# smallest official Node 22 image.
 
-# Build: install with the lockfile, generate the Prisma client and the tsoa
-# routes and spec, compile, then drop dev dependencies.
-FROM node:20-bookworm-slim AS build
+# Install scripts are off (--ignore-scripts), as on the dev machines: the
+# build runs what it needs itself, and nothing downloads engines.
+
+# 1. Build: the lockfile's full install, then generate (Prisma client, tsoa
+#    spec and routes) and compile to dist/.
+FROM node:22-alpine AS build
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
-RUN npm ci --no-audit --no-fund
+RUN npm ci --ignore-scripts --no-audit --no-fund
 COPY . .
-RUN npm run build && npm prune --omit=dev
+RUN npm run build
 
-# Run: only what the service needs, as the unprivileged `node` user.
-FROM node:20-bookworm-slim
+# 2. Production dependencies only, from the same lockfile. --omit=optional as
+#    well: the Prisma CLI, TypeScript and Prisma Studio's packages are
+#    optional peers of @prisma/client ("devOptional" in the lockfile), which
+#    --omit=dev alone keeps. Then what the runtime never loads: the generated
+#    client (src/generated/prisma) uses only runtime/client and the
+#    PostgreSQL query compiler, so the other databases' compilers go, and so
+#    do type declarations and source maps.
+FROM node:22-alpine AS deps
+WORKDIR /app
+COPY package.json package-lock.json .npmrc ./
+RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
+ && find node_modules/@prisma/client/runtime -maxdepth 1 -type f \
+      ! -name 'client.js' ! -name 'client.mjs' ! -name 'index-browser.js' ! -name 'index-browser.mjs' \
+      ! -name 'query_compiler_fast_bg.postgresql.*' -delete \
+ && find node_modules -type f \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \) -delete \
+ && npm cache clean --force
+
+# 3. Run: compiled code, production dependencies, the migrations applied at
+#    start (prisma/), the served spec (openapi/), as the unprivileged `node` user.
+FROM node:22-alpine
 ENV NODE_ENV=production \
     PORT=3000 \
     HOST=0.0.0.0 \
     DATA_DIR=/app/.data
 WORKDIR /app
+COPY --from=deps --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/package.json ./package.json
-COPY --from=build --chown=node:node /app/node_modules ./node_modules
 COPY --from=build --chown=node:node /app/dist ./dist
 COPY --from=build --chown=node:node /app/prisma ./prisma
 COPY --from=build --chown=node:node /app/openapi ./openapi
 RUN mkdir -p /app/.data && chown node:node /app/.data
+# The embedded database and the generated admin key live here when no
+# DATABASE_URL is given: keep it on a volume.
+VOLUME ["/app/.data"]
 USER node
 EXPOSE 3000
-# Liveness only; the orchestrator's readiness probe should use /readyz.
+# Liveness; readiness (database and tools) is /readyz, which compose uses.
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.PORT || 3000) + '/healthz').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
 # node directly (not npm) so SIGTERM reaches the process; migrations run at
