@@ -27,7 +27,7 @@ it('openapi/openapi.json is up to date with the controllers', async () => {
     child.on('close', resolve);
   });
   expect(status).toBe(0);
-  const { finishSpec } = (await import('../scripts/openapi-finish.mjs')) as { finishSpec: (text: string) => string };
+  const { finishSpec } = await import('../scripts/openapi-finish.mjs');
   const fresh = finishSpec(readFileSync(join(out, 'openapi.json'), 'utf8'));
   const committed = readFileSync(join(ROOT, 'openapi', 'openapi.json'), 'utf8');
   // Compared as text, as /openapi.json serves it; `npm run generate` rewrites it.
