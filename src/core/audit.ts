@@ -14,7 +14,7 @@
  */
 import { hash } from 'node:crypto';
 import type { ConversationAccess } from './access';
-import { AppError } from './errors';
+import { AppError, RESERVED_CONVERSATION_ID } from './errors';
 import type { NegotiateRequest, NegotiationResult } from './negotiation';
 import type { Transaction, UnitOfWork } from './ports';
 import { type Principal, actorOf } from './principal';
@@ -211,7 +211,7 @@ const VERIFY_PAGE = 1000;
  * creation and revocation). Only admins read it, whoever owns a conversation
  * of that id.
  */
-export const SYSTEM_CHAIN = '_system';
+export const SYSTEM_CHAIN = RESERVED_CONVERSATION_ID;
 
 export class AuditService {
   constructor(

@@ -8,6 +8,7 @@
 import { checkInSandbox, runAction, type ExecutionDeps } from './action-execution';
 import type { ApprovalService } from './approvals';
 import type { AuditService, NegotiationAudit, NegotiationTrail } from './audit';
+import { RESERVED_CONVERSATION_ID, reservedIdError } from './errors';
 import type { OutcomeKeeper } from './idempotency';
 import { fail, type NegotiateRequest, type NegotiationResult, type Routing } from './negotiation';
 import { LEVEL_NAMES, effectiveLevel, isLevel } from './permissions';
@@ -53,6 +54,8 @@ export class ConversationManager {
   ): Promise<NegotiationResult> {
     // An agent's key names its one conversation: any other is refused before any work.
     if (p.role === 'agent' && p.conversationId !== conversationId) throw notFound(conversationId);
+    // Refused before it is audited: an entry under this id would land in the keys' chain.
+    if (conversationId === RESERVED_CONVERSATION_ID) throw reservedIdError();
     // Every decision is audited: an action that wrote, with its transaction; the others queued (src/core/audit.ts).
     const trail = this.deps.audit?.negotiation(p, conversationId, req, options.meta ?? { requestId: '-' });
     let result: NegotiationResult;
