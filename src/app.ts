@@ -8,7 +8,7 @@ import express, { type Express } from 'express';
 import swaggerUi from 'swagger-ui-express';
 import { PROJECT_ROOT } from './db/migrator';
 import { RegisterRoutes } from './generated/routes';
-import { checkJsonBody, checkUrl, verifyUtf8 } from './http/input-checks';
+import { checkJsonBody, checkUrl, requireJsonBody, verifyUtf8 } from './http/input-checks';
 import { authenticate } from './http/authenticate';
 import { hostOriginGuard } from './http/host-origin';
 import { failedAuthLimiter, principalRateLimit } from './http/rate-limits';
@@ -58,6 +58,7 @@ export function buildApp(services: Services): Express {
       verify: verifyUtf8,
     }),
   );
+  app.use(requireJsonBody);
   app.use(checkJsonBody);
 
   // The API's routes first, negotiate the first of them (tsoa.json lists its controller first):

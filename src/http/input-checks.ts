@@ -16,6 +16,8 @@ export const MAX_JSON_DEPTH = 64;
 
 /** The one body field whose failures are negotiate results (API.md Negotiate), not problems. */
 const NEGOTIATE_PATH = /^\/conversations\/[^/]+\/negotiate\/?$/;
+/** The MCP endpoint reads its own bodies and answers in JSON-RPC (src/mcp). */
+const MCP_PATH = /^\/conversations\/[^/]+\/mcp\/?$/;
 
 export class UnstorableInputError extends AppError {
   constructor(
@@ -87,6 +89,22 @@ export function verifyUtf8(_req: unknown, _res: unknown, buf: Buffer): void {
   if (!isUtf8(buf))
     throw Object.assign(new Error('Request body is not valid UTF-8'), { status: 400, type: 'encoding.invalid' });
 }
+
+/**
+ * After express.json: a body it left unread is not JSON (text/plain, a form, no
+ * Content-Type): 415, rather than a route answering as if no body were sent.
+ */
+export const requireJsonBody: RequestHandler = (req, _res, next) => {
+  if (req.body !== undefined) return next();
+  const { 'transfer-encoding': chunked, 'content-length': length, 'content-type': type } = req.headers;
+  if ((chunked === undefined && (length === undefined || length === '0')) || MCP_PATH.test(req.path)) return next();
+  next(
+    new AppError(
+      'unsupported_media_type',
+      `Content-Type ${type ? `"${type}"` : '(none)'} is not accepted; send the body as application/json`,
+    ),
+  );
+};
 
 /** After express.json: refuses bodies with NUL, lone surrogates, `__proto__` keys or too deep nesting. */
 export const checkJsonBody: RequestHandler = (req, _res, next) => {
