@@ -39,6 +39,8 @@ function stringProblem(s: string): string | undefined {
   return undefined;
 }
 
+const NOT_FINITE = 'is a number too large to represent (beyond ±1.8e308)';
+
 function childPath(parent: string, key: string | number): string {
   if (typeof key === 'number') return `${parent}[${key}]`;
   const shown = key.length > 64 ? `${key.slice(0, 64)}…` : key;
@@ -56,6 +58,8 @@ function walk(value: unknown, path: string | null, depth: number): FieldError | 
     const problem = stringProblem(value);
     return problem ? { path: at, message: problem } : undefined;
   }
+  // JSON.parse reads a number beyond double range (1e400) as Infinity, which would be stored as null.
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path: at, message: NOT_FINITE };
   if (value === null || typeof value !== 'object') return undefined;
   if (depth > MAX_JSON_DEPTH) return { path: at, message: `is nested deeper than ${MAX_JSON_DEPTH} levels` };
   if (Array.isArray(value)) {

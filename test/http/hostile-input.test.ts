@@ -126,6 +126,11 @@ describe('input the database cannot store is a 400 validation_failed', () => {
     await request(t.app).get(`/conversations/${id}`).expect(404);
     await send('put', `/conversations/${id}/resources/doc`, '{"data":"\\u0000"}').expect(400);
     await request(t.app).get(`/conversations/${id}/resources/doc`).expect(404);
+    // A number beyond double range would be stored as null.
+    const huge = await send('put', `/conversations/${id}/resources/doc`, '{"data":{"n":-1e400}}');
+    expectProblem(huge, 400, 'validation_failed');
+    expect(JSON.parse(huge.text).errors).toEqual([{ path: 'data.n', message: expect.stringContaining('too large') }]);
+    await request(t.app).get(`/conversations/${id}/resources/doc`).expect(404);
   });
 
   it('accepts 64 levels, astral characters (surrogate pairs) and a __proto__ text value', async () => {
@@ -141,7 +146,11 @@ describe('input the database cannot store is a 400 validation_failed', () => {
   });
 
   it('inside negotiate args, answers the negotiate result 400 invalid_args', async () => {
-    for (const args of ['{"name":"x","data":"\\u0000"}', `{"name":"x","data":${nestedData(100).slice(8, -1)}}`]) {
+    for (const args of [
+      '{"name":"x","data":"\\u0000"}',
+      `{"name":"x","data":${nestedData(100).slice(8, -1)}}`,
+      '{"name":"x","data":{"n":[1e400]}}',
+    ]) {
       const res = await send(
         'post',
         `/conversations/${uniqueId('hostile')}/negotiate`,
