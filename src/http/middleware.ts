@@ -65,8 +65,23 @@ const BODY_PROBLEMS: Record<string, [ProblemCode, string]> = {
   'charset.unsupported': ['unsupported_media_type', 'Unsupported charset; send UTF-8'],
 };
 
+/** Valid JSON that is not an object or array (`null`, `42`, `"x"`): refused by the parser's strict mode. */
+function isScalarJson(body: unknown): boolean {
+  if (typeof body !== 'string') return false;
+  try {
+    JSON.parse(body);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The body parser's errors as problems; false when it is not one of them. */
-function bodyParserProblem(res: Response, type: string, status: number): boolean {
+function bodyParserProblem(res: Response, type: string, status: number, body: unknown): boolean {
+  if (type === 'entity.parse.failed' && isScalarJson(body)) {
+    sendProblem(res, 'validation_failed', 'Request body must be a JSON object');
+    return true;
+  }
   const known = Object.hasOwn(BODY_PROBLEMS, type) ? BODY_PROBLEMS[type] : undefined;
   if (known) {
     sendProblem(res, known[0], known[1]);
@@ -104,7 +119,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       const errors = fieldErrors(err);
       return sendProblem(res, 'validation_failed', errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors);
     }
-    const bodyError = err as { type?: unknown; status?: unknown; expose?: unknown };
+    const bodyError = err as { type?: unknown; status?: unknown; expose?: unknown; body?: unknown };
     if (bodyError.type === 'request.aborted') {
       // The client went away mid-body: nobody to answer, nothing wrong with the service.
       logger.debug({ reqId: req.id }, 'client aborted the request body');
@@ -112,7 +127,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     // http-errors (the body parser's) mark errors safe to tell the client with `expose`.
     if (bodyError.expose === true && typeof bodyError.status === 'number') {
-      if (bodyParserProblem(res, typeof bodyError.type === 'string' ? bodyError.type : '', bodyError.status)) return;
+      const type = typeof bodyError.type === 'string' ? bodyError.type : '';
+      if (bodyParserProblem(res, type, bodyError.status, bodyError.body)) return;
     }
     // src/db translates every driver error it raises: unavailability is the domain's UnavailableError.
     if (isUnavailable(err)) {

@@ -298,7 +298,9 @@ describe('a retry with an approvalId', () => {
   it('rejects without a body ({ reason? }): no reason, and a retry is approval_rejected', async () => {
     const { id, agent } = await setup();
     const ref = await refuse(agent.token, id, CREATE('r-nobody'));
-    const rejected = await request(app, alice.token).post(`${approvalsOf(id)}/${ref.id}/reject`).expect(200);
+    const rejected = await request(app, alice.token)
+      .post(`${approvalsOf(id)}/${ref.id}/reject`)
+      .expect(200);
     expect(rejected.body).toEqual(expect.objectContaining({ status: 'rejected', decidedBy: expect.any(String) }));
     expect(rejected.body.reason ?? null).toBeNull();
     const retry = await negotiate(agent.token, id, { ...CREATE('r-nobody'), approvalId: ref.id });
