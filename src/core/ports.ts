@@ -206,6 +206,12 @@ export interface UnitOfWork {
   transaction(): Promise<Transaction>;
   /** The transaction when one was begun, without beginning one (undefined: nothing written yet). */
   begun(): Promise<Transaction> | undefined;
+  /**
+   * Until the unit begins: `statement` (from src/db, parameterless) is sent
+   * with its BEGIN, in the same round trip, before any of its writes; it
+   * commits or rolls back with them. False once begun (nothing sent).
+   */
+  openWith(statement: string): boolean;
   commit(): Promise<void>;
   rollback(): Promise<void>;
   /**
