@@ -4,6 +4,8 @@
  * embedded one) with backoff, applies migrations, loads the tools, and shuts
  * down gracefully on SIGTERM/SIGINT, also while it is still waiting.
  */
+// First: tracing (when OTEL_* asks for it) must patch http and pg before anything loads them.
+import { activeTracing } from './observability/tracing-preload';
 import { createServer, type Server } from 'node:http';
 import type { ClientConfig } from 'pg';
 import { buildApp } from './app';
@@ -64,6 +66,8 @@ async function main(): Promise<void> {
     await services.audit.close();
     await db.close();
     await dbServer.close();
+    // Last: the spans of everything above are exported before the process exits.
+    await activeTracing()?.shutdown();
   };
   const stopping = new AbortController();
   installShutdown(
