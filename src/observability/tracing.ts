@@ -52,6 +52,18 @@ function nameServerSpan(span: Span, request: unknown): void {
   span.updateName(`${req.method ?? 'GET'} ${route}`);
 }
 
+const STRING_LITERAL_RE = /'(?:[^']|'')*'/g;
+
+/**
+ * The audit writes its batches as literal SQL (one round trip for many
+ * rows): their values (conversation ids, actors) are masked in db.query.text,
+ * as the semantic conventions ask for non-parameterized statements.
+ */
+function maskLiterals(span: Span, info: { query: { text: string } }): void {
+  const text = info.query.text;
+  if (text.includes("'")) span.setAttribute('db.query.text', text.replace(STRING_LITERAL_RE, '?'));
+}
+
 function annotate(span: Span, req: NegotiateRequest, result: NegotiationResult | undefined, outcome: string): void {
   const labels = toolLabels(req, result);
   if (result?.routing) {
@@ -84,8 +96,8 @@ export function startTracing(env: NodeJS.ProcessEnv): Tracing {
         applyCustomAttributesOnSpan: nameServerSpan,
       }),
       // Only queries made for a traced request: the sweeps and the audit's batches start no traces of their own.
-      // Statement texts are recorded (they are the service's own), never their parameters.
-      new PgInstrumentation({ requireParentSpan: true }),
+      // Statement texts are recorded (they are the service's own), never their parameters nor literals.
+      new PgInstrumentation({ requireParentSpan: true, requestHook: maskLiterals }),
     ],
   });
   const tracer = trace.getTracer('tool-orchestrator');
