@@ -20,5 +20,3 @@ if (tracingRequested(process.env)) {
     process.exit(1);
   }
 }
-
-export { activeTracing } from './tracing-state';
