@@ -81,37 +81,57 @@ class Receiver {
   }
 }
 
-describe('OpenTelemetry traces over OTLP', () => {
-  const receiver = new Receiver();
-  let server: SpawnedServer | undefined;
+interface Traced {
+  server: SpawnedServer;
+  close(): Promise<void>;
+}
+
+/** The entry point in a child process exporting to `endpoint`, on a database of its own. */
+async function startTraced(endpoint: string, env: Record<string, string>): Promise<Traced> {
+  const childEnv: Record<string, string> = {
+    OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
+    OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
+    OTEL_SERVICE_NAME: 'tracing-test',
+    ...env,
+  };
+  // The machine's Postgres when the suite runs against it, else the embedded database.
   let database: UrlTestDatabase | undefined;
   let dataDir: ScratchDir | undefined;
+  if (serverUrl()) {
+    database = (await createMigratedDatabase()) as UrlTestDatabase;
+    childEnv.DATABASE_URL = database.url;
+  } else {
+    dataDir = scratchDir('tracing-data');
+    childEnv.DATA_DIR = dataDir.path;
+  }
+  const server = await startServer(childEnv);
+  return {
+    server,
+    close: async () => {
+      if (server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+      await server.exited;
+      await database?.close();
+      dataDir?.remove();
+    },
+  };
+}
+
+describe('OpenTelemetry traces over OTLP', () => {
+  const receiver = new Receiver();
+  let endpoint: string;
+  let traced: Traced | undefined;
+  let server: SpawnedServer | undefined;
 
   beforeAll(async () => {
-    const endpoint = await receiver.listen();
-    // The machine's Postgres when the suite runs against it, else the embedded database.
-    const env: Record<string, string> = {
-      OTEL_EXPORTER_OTLP_ENDPOINT: endpoint,
-      OTEL_EXPORTER_OTLP_PROTOCOL: 'http/json',
-      OTEL_SERVICE_NAME: 'tracing-test',
-      // Export within 100 ms of a span's end rather than the default 5 s.
-      OTEL_BSP_SCHEDULE_DELAY: '100',
-    };
-    if (serverUrl()) {
-      database = (await createMigratedDatabase()) as UrlTestDatabase;
-      env.DATABASE_URL = database.url;
-    } else {
-      dataDir = scratchDir('tracing-data');
-      env.DATA_DIR = dataDir.path;
-    }
-    server = await startServer(env);
+    endpoint = await receiver.listen();
+    // Export within 100 ms of a span's end rather than the default 5 s.
+    traced = await startTraced(endpoint, { OTEL_BSP_SCHEDULE_DELAY: '100' });
+    server = traced.server;
   }, 90_000);
 
   afterAll(async () => {
-    if (server && server.child.exitCode === null && server.child.signalCode === null) server.child.kill('SIGKILL');
+    await traced?.close();
     await receiver.close();
-    await database?.close();
-    dataDir?.remove();
   });
 
   it('continues the incoming trace: HTTP span, execute_tool span with GenAI attributes, database spans beneath', async () => {
@@ -168,27 +188,33 @@ describe('OpenTelemetry traces over OTLP', () => {
     expect(receiver.spans.some((s) => s.name.includes('/readyz') || attr(s, 'http.target') === '/readyz')).toBe(false);
   });
 
-  it('names a refused call by its outcome code, and flushes its spans on SIGTERM', async () => {
-    const traceId = randomBytes(16).toString('hex');
-    const conversationId = uniqueId('traced-refusal');
-    const res = await fetch(`${server!.url}/conversations/${conversationId}/negotiate`, {
-      method: 'POST',
-      headers: {
-        ...bearer(),
-        'content-type': 'application/json',
-        traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
-      },
-      body: JSON.stringify({ action: 'data-tool/create-resource', args: { name: 'r', data: 1 } }),
-    });
-    expect(res.status).toBe(403);
-    // Stopped at once: the batch processor's delay has not passed, so only shutdown's flush can export them.
-    server!.child.kill('SIGTERM');
-    expect(await server!.exited).toBe(0);
-    const toolSpan = receiver.spans.find((s) => s.traceId === traceId && s.name.startsWith('execute_tool'));
-    expect(toolSpan?.name).toBe('execute_tool data-tool/create-resource');
-    expect(attr(toolSpan!, 'tool_gateway.outcome')).toBe('permission_required');
-    expect(attr(toolSpan!, 'error.type')).toBe('permission_required');
-  });
+  it('names a refused call by its outcome code, and exports what is buffered on SIGTERM', async () => {
+    // Its own server, whose batch processor would wait an hour: only the shutdown's flush exports these spans.
+    const holding = await startTraced(endpoint, { OTEL_BSP_SCHEDULE_DELAY: '3600000' });
+    try {
+      const traceId = randomBytes(16).toString('hex');
+      const conversationId = uniqueId('traced-refusal');
+      const res = await fetch(`${holding.server.url}/conversations/${conversationId}/negotiate`, {
+        method: 'POST',
+        headers: {
+          ...bearer(),
+          'content-type': 'application/json',
+          traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+        },
+        body: JSON.stringify({ action: 'data-tool/create-resource', args: { name: 'r', data: 1 } }),
+      });
+      expect(res.status).toBe(403);
+      expect(receiver.spans.some((s) => s.traceId === traceId)).toBe(false);
+      holding.server.child.kill('SIGTERM');
+      expect(await holding.server.exited).toBe(0);
+      const toolSpan = receiver.spans.find((s) => s.traceId === traceId && s.name.startsWith('execute_tool'));
+      expect(toolSpan?.name).toBe('execute_tool data-tool/create-resource');
+      expect(attr(toolSpan!, 'tool_gateway.outcome')).toBe('permission_required');
+      expect(attr(toolSpan!, 'error.type')).toBe('permission_required');
+    } finally {
+      await holding.close();
+    }
+  }, 90_000);
 });
 
 describe('without an OTLP endpoint', () => {
