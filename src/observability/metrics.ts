@@ -99,6 +99,19 @@ export class Metrics {
       buckets: DURATION_BUCKETS,
       registers,
     });
+    const { pool } = sources;
+    // Registered (so read) before approvals_pending: the scrape's own count query must not show in the pool.
+    new Gauge({
+      name: 'db_pool_connections',
+      help: "This replica's database pool: idle, busy (checked out) connections, and waiting requests for one.",
+      labelNames: ['state'],
+      registers,
+      collect() {
+        this.set({ state: 'idle' }, pool.idleCount);
+        this.set({ state: 'busy' }, pool.totalCount - pool.idleCount);
+        this.set({ state: 'waiting' }, pool.waitingCount);
+      },
+    });
     new Gauge({
       name: 'approvals_pending',
       help: 'Approval requests waiting for a decision, in the whole deployment (read from the database at scrape time).',
@@ -111,18 +124,6 @@ export class Metrics {
           sources.logger.warn({ err }, 'approvals_pending: the database could not be read');
           this.set(NaN);
         }
-      },
-    });
-    const { pool } = sources;
-    new Gauge({
-      name: 'db_pool_connections',
-      help: "This replica's database pool: idle, busy (checked out) connections, and waiting requests for one.",
-      labelNames: ['state'],
-      registers,
-      collect() {
-        this.set({ state: 'idle' }, pool.idleCount);
-        this.set({ state: 'busy' }, pool.totalCount - pool.idleCount);
-        this.set({ state: 'waiting' }, pool.waitingCount);
       },
     });
   }

@@ -166,6 +166,8 @@ describe('GET /metrics', () => {
     const after = (await scrape()).samples;
     expect(value(after, 'approvals_pending', {})).toBe(value(pending, 'approvals_pending', {}));
 
+    // Nothing waits for a connection in an idle app (the scrape's own count query is not seen: it is read first).
+    expect(value(after, 'db_pool_connections', { state: 'waiting' })).toBe(0);
     // The pool as it is at scrape time: a connection held by someone shows as busy.
     const held = await t.db.pool.connect();
     let whileHeld: Sample[];
