@@ -35,7 +35,7 @@ export function buildApp(services: Services): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   setTrustProxy(app, services.config.trustProxy);
-  app.use(requestLogging(services.logger));
+  app.use(requestLogging(services.logger, services.metrics));
   // DNS rebinding and foreign pages: a Host or Origin that is not ours is refused first.
   app.use(hostOriginGuard(services.config));
   app.use(checkUrl);
@@ -65,6 +65,13 @@ export function buildApp(services: Services): Express {
   // express tries the routes in order, so the hot path matches at once.
   RegisterRoutes(app);
   app.use(mcpRouter(services));
+  const metrics = services.metrics;
+  if (metrics) {
+    // Public like the probes (src/http/authenticate.ts, host-origin.ts); absent (404) with METRICS_ENABLED=false.
+    app.get('/metrics', (_req, res, next) => {
+      metrics.scrape().then((text) => res.type(metrics.contentType).send(text), next);
+    });
+  }
   const spec = openapiSpec();
   app.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(spec.text);

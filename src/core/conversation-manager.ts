@@ -13,7 +13,7 @@ import type { OutcomeKeeper } from './idempotency';
 import { fail, type NegotiateRequest, type NegotiationResult, type Routing } from './negotiation';
 import { LEVEL_NAMES, effectiveLevel, isLevel } from './permissions';
 import { deniedBy } from './policy';
-import type { ConversationStore, DecisionStore, PermissionStore } from './ports';
+import type { ConversationStore, DecisionStore, NegotiationObserver, PermissionStore } from './ports';
 import { type Principal, actorOf, canCreate, checkConversationAccess, notFound } from './principal';
 import { parseSpecialAction } from './special-actions';
 import type { CatalogSnapshot, RoutedAction, ToolCatalog, ToolView } from './tool-catalog';
@@ -30,6 +30,8 @@ export interface ConversationManagerDeps extends ExecutionDeps {
   approvals: ApprovalService;
   /** Without it nothing is audited (tools' own tests, benches of the bare path). */
   audit?: AuditService;
+  /** Metrics and traces of each negotiation (src/observability); without it, none. */
+  observer?: NegotiationObserver;
 }
 
 export class ConversationManager {
@@ -41,7 +43,7 @@ export class ConversationManager {
    * it as they answer every other endpoint under the conversation); an
    * unknown one is created, owned by `p`, unless `p` is an agent.
    */
-  async negotiate(
+  negotiate(
     p: Principal,
     conversationId: string,
     req: NegotiateRequest,
@@ -51,6 +53,18 @@ export class ConversationManager {
       /** What the audit entry records of the request (its id). */
       meta?: NegotiationAudit;
     } = {},
+  ): Promise<NegotiationResult> {
+    // Here, the one path REST, idempotent replays' first runs and MCP's tools/call all take.
+    const observer = this.deps.observer;
+    if (!observer) return this.negotiateObserved(p, conversationId, req, options);
+    return observer.observe(conversationId, req, () => this.negotiateObserved(p, conversationId, req, options));
+  }
+
+  private async negotiateObserved(
+    p: Principal,
+    conversationId: string,
+    req: NegotiateRequest,
+    options: { keeper?: OutcomeKeeper; meta?: NegotiationAudit },
   ): Promise<NegotiationResult> {
     // An agent's key names its one conversation: any other is refused before any work.
     if (p.role === 'agent' && p.conversationId !== conversationId) throw notFound(conversationId);

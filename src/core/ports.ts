@@ -4,6 +4,7 @@
  * that only the adapter that made it can use.
  */
 import type { IdempotencyStore } from './idempotency';
+import type { NegotiateRequest, NegotiationResult } from './negotiation';
 import type { TPolicy } from './policy';
 import type { Level, Resource } from './tool-interface';
 
@@ -236,4 +237,17 @@ export interface Stores {
   conversations: ConversationStore;
   keys: KeyStore;
   units: UnitsOfWork;
+}
+
+/**
+ * Watches each negotiation from outside the domain (src/observability:
+ * metrics and traces). `observe` runs `call` once, returns or throws what it
+ * does, and records how it ended; it must add no database work of its own.
+ */
+export interface NegotiationObserver {
+  observe(
+    conversationId: string,
+    req: NegotiateRequest,
+    call: () => Promise<NegotiationResult>,
+  ): Promise<NegotiationResult>;
 }
