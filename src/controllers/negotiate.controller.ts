@@ -13,6 +13,7 @@ import {
 } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import { principalOf } from '../http/authenticate';
+import { noteNegotiation } from '../http/middleware';
 import { PROBLEM_JSON, type Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { NegotiationResult } from '../core/negotiation';
@@ -171,6 +172,7 @@ export class NegotiateController extends Controller {
     const meta = { requestId: req.id ?? '-' };
     if (idempotencyKey === undefined) {
       const result = await this.services.manager.negotiate(principalOf(req), conversationId, body, { meta });
+      noteNegotiation(req, result);
       this.setStatus(negotiationStatus(result));
       return result;
     }
@@ -181,6 +183,7 @@ export class NegotiateController extends Controller {
       idempotencyKey,
       meta,
     );
+    noteNegotiation(req, kept.body);
     if (kept.replayed) this.setHeader('Idempotent-Replayed', 'true');
     this.setStatus(kept.status);
     return kept.body;
