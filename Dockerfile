@@ -21,8 +21,11 @@ RUN npm run build
 #    optional peers of @prisma/client ("devOptional" in the lockfile), which
 #    --omit=dev alone keeps. Then what the runtime never loads: the generated
 #    client (src/generated/prisma) uses only runtime/client and the
-#    PostgreSQL query compiler, so the other databases' compilers go, and so
-#    do type declarations and source maps.
+#    PostgreSQL query compiler, so the other databases' compilers go; the
+#    service is CommonJS, so OpenTelemetry's ESM builds (build/esm,
+#    build/esnext) go; swagger-ui-express serves swagger-ui-bundle.js, so
+#    swagger-ui-dist's ES bundles go; and so do type declarations and source
+#    maps.
 FROM node:22-alpine AS deps
 WORKDIR /app
 COPY package.json package-lock.json .npmrc ./
@@ -30,8 +33,9 @@ RUN npm ci --omit=dev --omit=optional --ignore-scripts --no-audit --no-fund \
  && find node_modules/@prisma/client/runtime -maxdepth 1 -type f \
       ! -name 'client.js' ! -name 'client.mjs' ! -name 'index-browser.js' ! -name 'index-browser.mjs' \
       ! -name 'query_compiler_fast_bg.postgresql.*' -delete \
- && find node_modules -type f \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \) -delete \
- && npm cache clean --force
+ && find node_modules/@opentelemetry -type d \( -path '*/build/esm' -o -path '*/build/esnext' \) -prune -exec rm -rf {} + \
+ && rm -f node_modules/swagger-ui-dist/swagger-ui-es-bundle*.js node_modules/swagger-ui-dist/swagger-ui.js \
+ && find node_modules -type f \( -name '*.map' -o -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' \) -delete
 
 # 3. Run: compiled code, production dependencies, the migrations applied at
 #    start (prisma/), the served spec (openapi/), as the unprivileged `node` user.
