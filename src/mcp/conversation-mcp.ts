@@ -148,11 +148,17 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
       );
     }
     if (req.method === 'GET') {
-      res.once('close', limits.hold(principal, () => res.end()));
+      res.once(
+        'close',
+        limits.hold(principal, () => res.end()),
+      );
       return serveLegacyStream(req, res, bus, keepAliveMs, log);
     }
     // A listen stream is the SDK's to end (handler.close() answers it with its graceful completion first).
-    res.once('close', limits.hold(principal, () => undefined));
+    res.once(
+      'close',
+      limits.hold(principal, () => undefined),
+    );
     return node(req, res, req.body);
   }
 
