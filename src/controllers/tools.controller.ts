@@ -15,10 +15,15 @@ import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { AlignmentValue, Id } from './types';
 
-export interface Action extends Omit<ActionView, 'alignment' | 'inputSchema'> {
+export interface Action extends Omit<ActionView, 'alignment' | 'inputSchema' | 'outputSchema'> {
   alignment: AlignmentValue;
   /** JSON Schema of the args (`type: "object"`). */
   inputSchema: { [key: string]: unknown };
+  /**
+   * JSON Schema of the output (`type: "object"`), when the action declares
+   * one: every successful output conforms to it (MCP `outputSchema`).
+   */
+  outputSchema?: { [key: string]: unknown };
 }
 
 export interface Tool extends Omit<ToolView, 'actions'> {
