@@ -200,7 +200,8 @@ describe('GET /tools/definitions', () => {
     const levels = new Map((await registeredActions()).map((a) => [a.providerName, a.level]));
     const defs = await definitions({ format: 'mcp' });
     for (const d of defs) {
-      expect(Object.keys(d).sort()).toEqual(['annotations', 'description', 'inputSchema', 'name']);
+      // outputSchema: every bundled action declares one.
+      expect(Object.keys(d).sort()).toEqual(['annotations', 'description', 'inputSchema', 'name', 'outputSchema']);
       expect(Object.keys(d.annotations).sort()).toEqual(['destructiveHint', 'idempotentHint', 'readOnlyHint']);
       expect(d.annotations.readOnlyHint).toBe(levels.get(d.name) === 1);
       // A read destroys nothing and can be repeated.
