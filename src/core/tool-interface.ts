@@ -125,9 +125,9 @@ export interface ActionDefinition<S extends z.ZodType = z.ZodType, O extends z.Z
   /**
    * Optional zod schema of what the handler returns; an object schema,
    * published as JSON Schema (`outputSchema` in GET /tools and MCP
-   * tools/list). The service checks every output against it: an output that
-   * does not conform fails the call (`tool_error`), so clients may rely on it.
-   * MCP results then carry the output as `structuredContent`.
+   * tools/list). MCP results carry the output as `structuredContent`, checked
+   * against it first: an output that does not conform is an `isError` result
+   * there (REST's negotiate returns outputs as they are, adding no work).
    */
   output?: O;
   handler: (args: z.output<S>, ctx: ToolContext<z.output<S>>) => unknown;

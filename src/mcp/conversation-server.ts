@@ -9,6 +9,8 @@
  */
 import {
   type CallToolResult,
+  fromJsonSchema,
+  type JsonSchemaType,
   ProtocolError,
   ProtocolErrorCode,
   ResourceNotFoundError,
@@ -19,6 +21,8 @@ import type { Principal } from '../core/principal';
 import { isValidId } from '../core/resource-names';
 import { isSpecialAction } from '../core/special-actions';
 import type { Resource } from '../core/tool-interface';
+import type { LoadedAction } from '../core/tool-module';
+import type { ToolSet } from '../core/tool-registry';
 import { isDatabaseUnavailable } from '../db/database';
 import type { Services } from '../services';
 import { mcpToolDefinitions } from './tool-definitions';
@@ -88,6 +92,29 @@ export function toolResult(result: NegotiationResult): CallToolResult {
     // Machine-readable too: the code, and suggestions/candidates when negotiate gave them.
     structuredContent: { ...result },
   };
+}
+
+/** Validators of declared output schemas, per loaded action (a reload makes new actions, so none goes stale). */
+const outputValidators = new WeakMap<LoadedAction, ReturnType<typeof fromJsonSchema>>();
+
+/**
+ * Why a successful output does not conform to its action's declared
+ * `outputSchema`, or undefined when it does (or none is declared). A client
+ * validates `structuredContent` against the listed schema, so a result
+ * handed out must conform.
+ */
+async function outputIssue(set: ToolSet, result: NegotiationResult): Promise<string | undefined> {
+  if (!result.success || !result.routing) return undefined;
+  const { tool, action } = result.routing;
+  const loaded = set.byName.get(tool)?.actions.find((a) => a.name === action);
+  if (!loaded?.outputSchema) return undefined;
+  let validator = outputValidators.get(loaded);
+  if (!validator) outputValidators.set(loaded, (validator = fromJsonSchema(loaded.outputSchema as JsonSchemaType)));
+  const checked = await validator['~standard'].validate(result.output);
+  if (!checked.issues) return undefined;
+  const first = checked.issues[0];
+  const path = (first?.path ?? []).map((p) => (typeof p === 'object' ? String(p.key) : String(p))).join('.');
+  return `${tool}/${action} returned output that does not match its outputSchema${path ? ` at ${path}` : ''}: ${first?.message ?? 'invalid'}`;
 }
 
 /** `_meta.approvalId`: undefined when absent, null when it is not an id. */
@@ -163,6 +190,11 @@ export function createConversationServer(
         { action: name, args: args ?? {}, ...(approvalId !== undefined ? { approvalId } : {}) },
         { meta: { requestId } },
       );
+      const issue = await outputIssue(catalog.snapshot().set, result);
+      if (issue) {
+        log.error({ tool: result.routing?.tool, action: result.routing?.action }, issue);
+        return { isError: true, content: [{ type: 'text', text: issue }], structuredContent: { code: 'tool_error' } };
+      }
       return toolResult(result);
     } catch (err) {
       throw internal(err, 'tools/call');

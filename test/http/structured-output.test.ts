@@ -1,9 +1,9 @@
 /**
  * Structured output (API.md, "LLM and MCP interop"; the tool interface's
  * `output`): an action that declares a zod output schema publishes it as JSON
- * Schema in GET /tools and MCP tools/list (`outputSchema`), its outputs are
- * checked against it, and MCP results carry them as `structuredContent`
- * with the same JSON as text. Checked with a TOOLS_DIR tool (run in its
+ * Schema in GET /tools and MCP tools/list (`outputSchema`), and MCP results
+ * carry the output as `structuredContent` (checked against it) with the same
+ * JSON as text. Checked with a TOOLS_DIR tool (run in its
  * sandbox worker) and the bundled ones, over REST and with the official SDK
  * clients of both eras (which validate structuredContent against outputSchema).
  */
@@ -27,7 +27,14 @@ const MEASURE_TOOL = `module.exports = ({ defineTool, defineAction, z }) => defi
       level: 1,
       input: z.object({ text: z.string() }),
       output: z.object({ length: z.number().int(), words: z.array(z.string()) }),
-      handler: async ({ text }) => ({ length: text.length, words: text.split(' '), internal: 'dropped' }),
+      handler: async ({ text }) => ({ length: text.length, words: text.split(' ') }),
+    }),
+    'extra-keys': defineAction({
+      description: 'Returns a key its schema does not declare',
+      level: 1,
+      input: z.object({}),
+      output: z.object({ n: z.number() }),
+      handler: async () => ({ n: 1, internal: 'not declared' }),
     }),
     'broken-promise': defineAction({
       description: 'Declares a number, returns a string',
@@ -165,22 +172,25 @@ describe('over MCP', () => {
         arguments: { text: 'a bc' },
       })) as CallToolResult;
       expect(result.isError).toBeFalsy();
-      // What the schema does not declare is not passed on.
       expect(result.structuredContent).toEqual({ length: 4, words: ['a', 'bc'] });
       expect(result.content).toEqual([{ type: 'text', text: JSON.stringify(result.structuredContent) }]);
     },
   );
 
-  it('an output that breaks its declared schema fails the call (tool_error), never reaches the client as structuredContent', async () => {
-    const client = await modern(uniqueId('structured-broken'));
-    const result = await client.callTool({ name: 'measure-tool_broken-promise', arguments: {} });
-    expect(result.isError).toBe(true);
-    expect(result.structuredContent).toEqual(expect.objectContaining({ code: 'tool_error' }));
-  });
+  it.each(['measure-tool_broken-promise', 'measure-tool_extra-keys'])(
+    '%s: an output that breaks its declared schema is an isError result (tool_error), never structuredContent',
+    async (name) => {
+      const client = await modern(uniqueId('structured-broken'));
+      const result = await client.callTool({ name, arguments: {} });
+      expect(result.isError).toBe(true);
+      expect(result.structuredContent).toEqual({ code: 'tool_error' });
+      expect(JSON.stringify(result.content)).toContain('does not match its outputSchema');
+    },
+  );
 });
 
 describe('over REST', () => {
-  it('negotiate returns the checked output', async () => {
+  it("negotiate returns outputs as the tool gave them (checking is the MCP endpoint's: no work added to negotiate)", async () => {
     const id = uniqueId('structured-rest');
     const ok = await request(t.app)
       .post(`/conversations/${id}/negotiate`)
@@ -190,6 +200,6 @@ describe('over REST', () => {
     const broken = await request(t.app)
       .post(`/conversations/${id}/negotiate`)
       .send({ action: 'measure-tool/broken-promise', args: {} });
-    expect(broken.body).toEqual(expect.objectContaining({ success: false, code: 'tool_error' }));
+    expect(broken.body).toEqual(expect.objectContaining({ success: true, output: { n: 'not a number' } }));
   });
 });
