@@ -8,7 +8,7 @@ import express, { type Express } from 'express';
 import swaggerUi from 'swagger-ui-express';
 import { PROJECT_ROOT } from './db/migrator';
 import { RegisterRoutes } from './generated/routes';
-import { checkJsonBody, checkUrl, verifyUtf8 } from './http/input-checks';
+import { checkJsonBody, checkUrl, requireJsonBody, verifyUtf8 } from './http/input-checks';
 import { authenticate } from './http/authenticate';
 import { hostOriginGuard } from './http/host-origin';
 import { failedAuthLimiter, principalRateLimit } from './http/rate-limits';
@@ -35,7 +35,7 @@ export function buildApp(services: Services): Express {
   app.disable('x-powered-by');
   app.set('etag', false);
   setTrustProxy(app, services.config.trustProxy);
-  app.use(requestLogging(services.logger));
+  app.use(requestLogging(services.logger, services.metrics));
   // DNS rebinding and foreign pages: a Host or Origin that is not ours is refused first.
   app.use(hostOriginGuard(services.config));
   app.use(checkUrl);
@@ -58,6 +58,7 @@ export function buildApp(services: Services): Express {
       verify: verifyUtf8,
     }),
   );
+  app.use(requireJsonBody);
   app.use(checkJsonBody);
 
   // The API's routes first, negotiate the first of them (tsoa.json lists its controller first):
@@ -66,6 +67,13 @@ export function buildApp(services: Services): Express {
   app.use(mcpRouter(services));
   // Bodies express.json refused, answered as JSON-RPC errors on the MCP endpoint.
   app.use(MCP_PATH, mcpBodyErrors);
+  const metrics = services.metrics;
+  if (metrics) {
+    // Public like the probes (src/http/authenticate.ts, host-origin.ts); absent (404) with METRICS_ENABLED=false.
+    app.get('/metrics', (_req, res, next) => {
+      metrics.scrape().then((text) => res.type(metrics.contentType).send(text), next);
+    });
+  }
   const spec = openapiSpec();
   app.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(spec.text);

@@ -16,13 +16,16 @@ import { ResourceService } from './core/resource-service';
 import { ToolCatalog } from './core/tool-catalog';
 import { ToolRegistry, type ToolRegistryOptions } from './core/tool-registry';
 import type { Database } from './db/database';
-import { SqlApprovalStore } from './db/approval-store';
+import { SqlApprovalStore, countPendingApprovals } from './db/approval-store';
 import { AUDIT_DEFAULTS, type AuditStoreOptions, SqlAuditStore } from './db/audit-store';
 import { negotiationStatus } from './http/negotiate-status';
 import { PROBLEM_STATUS, type ProblemCode } from './http/problem';
 import { openStores } from './db/stores';
 import type { Logger } from './logger';
 import type { Services } from './services';
+import { Metrics } from './observability/metrics';
+import { negotiationObserver } from './observability/observer';
+import { activeTracing } from './observability/tracing-state';
 
 export interface Wired {
   services: Services;
@@ -58,6 +61,9 @@ export function wireServices(
     Date.now,
     (code) => (code in PROBLEM_STATUS ? PROBLEM_STATUS[code as ProblemCode] : undefined),
   );
+  const metrics = config.metricsEnabled
+    ? new Metrics({ pool: db.pool, pendingApprovals: () => countPendingApprovals(db.pool), logger })
+    : undefined;
   const manager = new ConversationManager({
     approvals,
     decisions: stores.decisions,
@@ -70,6 +76,7 @@ export function wireServices(
     exportDir: config.exportDir,
     toolTimeoutMs: config.toolTimeoutMs,
     audit,
+    observer: negotiationObserver(metrics, activeTracing()),
   });
   const idempotency = new IdempotentNegotiation({
     store: stores.idempotency,
@@ -101,6 +108,7 @@ export function wireServices(
       authenticator,
       approvals,
       audit,
+      metrics,
     },
     registry,
   };

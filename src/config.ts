@@ -83,6 +83,8 @@ export const ZConfig = z.object({
   MCP_MAX_STREAMS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(100000).default(16),
   /** A pending approval request lapses after this; an hour gives a person time to look. */
   APPROVAL_TTL_SECONDS: z.coerce.number().int().min(1).max(31_536_000).default(3600),
+  /** GET /metrics (Prometheus); false: no metrics are kept and the path is a 404. */
+  METRICS_ENABLED: ZBoolean.default(true),
 });
 
 /** Settings whose values never appear in a message. */
@@ -119,6 +121,7 @@ export interface Config {
   allowedHosts: string[] | undefined;
   mcpMaxStreamsPerPrincipal: number;
   approvalTtlSeconds: number;
+  metricsEnabled: boolean;
   /** express's `trust proxy` setting. */
   trustProxy: boolean | number | string;
 }
@@ -196,6 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     allowedHosts: list(c.ALLOWED_HOSTS),
     mcpMaxStreamsPerPrincipal: c.MCP_MAX_STREAMS_PER_PRINCIPAL,
     approvalTtlSeconds: c.APPROVAL_TTL_SECONDS,
+    metricsEnabled: c.METRICS_ENABLED,
     trustProxy:
       c.TRUST_PROXY === 'true'
         ? true

@@ -4,6 +4,9 @@
  * embedded one) with backoff, applies migrations, loads the tools, and shuts
  * down gracefully on SIGTERM/SIGINT, also while it is still waiting.
  */
+// First, and a side-effect import (never elided): tracing, when OTEL_* asks for it,
+// must patch http and pg before anything loads them.
+import './observability/tracing-preload';
 import { createServer, type Server } from 'node:http';
 import type { ClientConfig } from 'pg';
 import { buildApp } from './app';
@@ -20,6 +23,7 @@ import { wireServices } from './bootstrap';
 import { bootstrapAdminKey } from './auth/bootstrap-admin';
 import { defaultAllowedHostsWarning } from './http/host-origin';
 import { closeMcpSessions } from './mcp/conversation-mcp';
+import { activeTracing } from './observability/tracing-state';
 
 async function main(): Promise<void> {
   let config;
@@ -64,6 +68,8 @@ async function main(): Promise<void> {
     await services.audit.close();
     await db.close();
     await dbServer.close();
+    // Last: the spans of everything above are exported before the process exits.
+    await activeTracing()?.shutdown();
   };
   const stopping = new AbortController();
   installShutdown(

@@ -15,6 +15,7 @@ import type { ResourceService } from './core/resource-service';
 import type { ToolCatalog } from './core/tool-catalog';
 import type { Database } from './db/database';
 import type { Logger } from './logger';
+import type { Metrics } from './observability/metrics';
 
 export interface Services {
   config: Config;
@@ -36,4 +37,6 @@ export interface Services {
   audit: AuditService;
   /** Bearer token → principal. */
   authenticator: Authenticator;
+  /** Prometheus metrics (GET /metrics); undefined with METRICS_ENABLED=false. */
+  metrics: Metrics | undefined;
 }

@@ -138,9 +138,10 @@ export class ApprovalsController extends Controller {
     @Request() req: ExRequest,
     @Path() id: Id,
     @Path() approvalId: Id,
-    @Body() body: RejectBody,
+    // `{ reason? }`: no body at all is a rejection without a reason.
+    @Body() body?: RejectBody,
   ): Promise<ApprovalView> {
-    const approval = await this.services.approvals.reject(principalOf(req), id, approvalId, body.reason);
+    const approval = await this.services.approvals.reject(principalOf(req), id, approvalId, body?.reason);
     await this.decided(req, approval, 'rejected');
     return approval;
   }

@@ -1,6 +1,7 @@
 import { Body, Controller, Header, Path, Post, Request, Response, Route, SuccessResponse, Tags } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
 import { principalOf } from '../http/authenticate';
+import { noteNegotiation } from '../http/middleware';
 import type { Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { NegotiationResult } from '../core/negotiation';
@@ -92,6 +93,7 @@ export class NegotiateController extends Controller {
     const meta = { requestId: req.id ?? '-' };
     if (idempotencyKey === undefined) {
       const result = await this.services.manager.negotiate(principalOf(req), conversationId, body, { meta });
+      noteNegotiation(req, result);
       this.setStatus(negotiationStatus(result));
       return result;
     }
@@ -102,6 +104,7 @@ export class NegotiateController extends Controller {
       idempotencyKey,
       meta,
     );
+    noteNegotiation(req, kept.body);
     if (kept.replayed) this.setHeader('Idempotent-Replayed', 'true');
     this.setStatus(kept.status);
     return kept.body;

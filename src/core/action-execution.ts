@@ -75,6 +75,8 @@ export async function runAction(
   // Only a write-level action gets a unit of work: a read-level context without one refuses writes.
   // With a key the unit begins before the handler (the key's claim is in it), whatever the level.
   const unit = keeper ? await keeper.open() : action.level === 1 ? undefined : deps.units.start();
+  // A unit not yet begun carries the call's success entry in its BEGIN (a keyed call's began in open()).
+  if (unit && trail) trail.ahead(unit, decided);
   if (deps.claim) {
     // A read-level action without a key has no unit: its claim commits on its own (it has no writes to go with).
     const claimUnit = unit ?? deps.units.start();

@@ -14,7 +14,7 @@
  */
 import { hash } from 'node:crypto';
 import type { ConversationAccess } from './access';
-import { AppError } from './errors';
+import { AppError, RESERVED_CONVERSATION_ID } from './errors';
 import type { NegotiateRequest, NegotiationResult } from './negotiation';
 import type { Transaction, UnitOfWork } from './ports';
 import { type Principal, actorOf } from './principal';
@@ -172,6 +172,12 @@ export class ChainVerifier {
 export interface AuditStore {
   /** Written by `tx`'s COMMIT (sent with it: no round trip of its own); gone if it rolls back. */
   inTransaction(tx: Transaction, entry: PendingEntry): void;
+  /**
+   * Written by `unit`'s BEGIN, if it begins (UnitOfWork.openWith): before its
+   * writes, so not while it holds their row locks; gone if it rolls back.
+   * False when the unit had begun already (nothing written).
+   */
+  ahead(unit: UnitOfWork, entry: PendingEntry): boolean;
   /** Committed before it resolves. */
   insert(entry: PendingEntry): Promise<void>;
   /** Written in a batch within the flush interval (lost if the process dies before). */
@@ -211,7 +217,7 @@ const VERIFY_PAGE = 1000;
  * creation and revocation). Only admins read it, whoever owns a conversation
  * of that id.
  */
-export const SYSTEM_CHAIN = '_system';
+export const SYSTEM_CHAIN = RESERVED_CONVERSATION_ID;
 
 export class AuditService {
   constructor(
@@ -248,6 +254,11 @@ export class AuditService {
     extra: Partial<AuditFields> = {},
   ): Promise<void> {
     return this.record(event, { conversationId, actor: actorOf(p), requestId, outcome: 'success', ...extra });
+  }
+
+  /** See AuditStore.ahead. */
+  ahead(unit: UnitOfWork, event: AuditEvent, fields: AuditFields): boolean {
+    return this.store.ahead(unit, { ...fields, event, at: this.now() });
   }
 
   /** Appends an entry in the next batch: for read-only decisions and refusals (see the README's crash guarantees). */
@@ -343,6 +354,8 @@ type TrailBase = Omit<AuditFields, 'outcome'> & { event: AuditEvent };
  */
 export class NegotiationTrail {
   private recorded = false;
+  /** The unit whose BEGIN carries this call's success entry (ahead()). */
+  private aheadOf: UnitOfWork | undefined;
 
   constructor(
     private readonly audit: AuditService,
@@ -369,10 +382,28 @@ export class NegotiationTrail {
     };
   }
 
+  /**
+   * Before a write action runs in `unit`: its entry, as it will read if the
+   * action succeeds, is sent with the unit's BEGIN. It then commits with the
+   * writes (the unit commits only on success) or rolls back with them (the
+   * failure is recorded instead, rolledBack()), and it is not written while
+   * the writes hold their rows locked: the window in which concurrent writers
+   * of one row wait on each other is the same as without an audit.
+   */
+  ahead(unit: UnitOfWork, decided: Pick<NegotiationResult, 'routing'>): void {
+    const success: NegotiationResult = { success: true, output: null, ...decided };
+    if (this.audit.ahead(unit, this.base.event, this.fields(success))) this.aheadOf = unit;
+  }
+
   /** Before the unit commits: when it has a transaction open, the entry goes with its COMMIT. */
   async inUnit(unit: UnitOfWork, result: NegotiationResult): Promise<void> {
     const tx = unit.begun();
     if (tx === undefined) return;
+    if (this.aheadOf === unit) {
+      // Sent with its BEGIN (ahead()): it commits with the unit.
+      this.recorded = true;
+      return;
+    }
     await this.audit.record(this.base.event, this.fields(result), await tx);
     this.recorded = true;
   }

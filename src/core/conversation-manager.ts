@@ -8,11 +8,12 @@
 import { checkInSandbox, runAction, type ExecutionDeps } from './action-execution';
 import type { ApprovalService } from './approvals';
 import type { AuditService, NegotiationAudit, NegotiationTrail } from './audit';
+import { RESERVED_CONVERSATION_ID, reservedIdError } from './errors';
 import type { OutcomeKeeper } from './idempotency';
 import { fail, type NegotiateRequest, type NegotiationResult, type Routing } from './negotiation';
 import { LEVEL_NAMES, effectiveLevel, isLevel } from './permissions';
 import { deniedBy } from './policy';
-import type { ConversationStore, DecisionStore, PermissionStore } from './ports';
+import type { ConversationStore, DecisionStore, NegotiationObserver, PermissionStore } from './ports';
 import { type Principal, actorOf, canCreate, checkConversationAccess, notFound } from './principal';
 import { parseSpecialAction } from './special-actions';
 import type { CatalogSnapshot, RoutedAction, ToolCatalog, ToolView } from './tool-catalog';
@@ -29,6 +30,8 @@ export interface ConversationManagerDeps extends ExecutionDeps {
   approvals: ApprovalService;
   /** Without it nothing is audited (tools' own tests, benches of the bare path). */
   audit?: AuditService;
+  /** Metrics and traces of each negotiation (src/observability); without it, none. */
+  observer?: NegotiationObserver;
 }
 
 export class ConversationManager {
@@ -40,7 +43,7 @@ export class ConversationManager {
    * it as they answer every other endpoint under the conversation); an
    * unknown one is created, owned by `p`, unless `p` is an agent.
    */
-  async negotiate(
+  negotiate(
     p: Principal,
     conversationId: string,
     req: NegotiateRequest,
@@ -51,8 +54,22 @@ export class ConversationManager {
       meta?: NegotiationAudit;
     } = {},
   ): Promise<NegotiationResult> {
+    // Here, the one path REST, idempotent replays' first runs and MCP's tools/call all take.
+    const observer = this.deps.observer;
+    if (!observer) return this.negotiateObserved(p, conversationId, req, options);
+    return observer.observe(conversationId, req, () => this.negotiateObserved(p, conversationId, req, options));
+  }
+
+  private async negotiateObserved(
+    p: Principal,
+    conversationId: string,
+    req: NegotiateRequest,
+    options: { keeper?: OutcomeKeeper; meta?: NegotiationAudit },
+  ): Promise<NegotiationResult> {
     // An agent's key names its one conversation: any other is refused before any work.
     if (p.role === 'agent' && p.conversationId !== conversationId) throw notFound(conversationId);
+    // Refused before it is audited: an entry under this id would land in the keys' chain.
+    if (conversationId === RESERVED_CONVERSATION_ID) throw reservedIdError();
     // Every decision is audited: an action that wrote, with its transaction; the others queued (src/core/audit.ts).
     const trail = this.deps.audit?.negotiation(p, conversationId, req, options.meta ?? { requestId: '-' });
     let result: NegotiationResult;

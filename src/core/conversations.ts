@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { conversationState, type M5State } from './conversation-migration';
-import { AppError } from './errors';
+import { AppError, RESERVED_CONVERSATION_ID, reservedIdError } from './errors';
 import type { TPolicy } from './policy';
 import type { ConversationStore, ConversationView, PermissionStore, ResourceStore } from './ports';
 
@@ -16,6 +16,7 @@ export async function createConversation(
   input: { id?: string; metadata?: Record<string, unknown>; policy?: TPolicy; owner: string },
 ): Promise<ConversationView> {
   const id = input.id ?? randomUUID();
+  if (id === RESERVED_CONVERSATION_ID) throw reservedIdError();
   const created = await store.create(id, input.metadata ?? {}, input.policy ?? { deny: [] }, input.owner);
   if (!created) throw new AppError('conflict', `Conversation already exists: ${id}`);
   return created;

@@ -77,3 +77,19 @@ export function isUnavailable(err: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * The conversation id the audit log keeps admin and user keys' events under
+ * (src/core/audit.ts): no conversation may take it, or its owner would read
+ * them. The database refuses it too (CHECK conversations_id_not_reserved).
+ */
+export const RESERVED_CONVERSATION_ID = '_system';
+
+export function reservedIdError(options?: ErrorOptions): AppError {
+  return new AppError(
+    'validation_failed',
+    `The conversation id "${RESERVED_CONVERSATION_ID}" is reserved (the audit log of admin and user keys)`,
+    [{ path: 'conversationId', message: `must not be "${RESERVED_CONVERSATION_ID}"` }],
+    options,
+  );
+}

@@ -4,6 +4,7 @@
  * that only the adapter that made it can use.
  */
 import type { IdempotencyStore } from './idempotency';
+import type { NegotiateRequest, NegotiationResult } from './negotiation';
 import type { TPolicy } from './policy';
 import type { Level, Resource } from './tool-interface';
 
@@ -206,6 +207,12 @@ export interface UnitOfWork {
   transaction(): Promise<Transaction>;
   /** The transaction when one was begun, without beginning one (undefined: nothing written yet). */
   begun(): Promise<Transaction> | undefined;
+  /**
+   * Until the unit begins: `statement` (from src/db, parameterless) is sent
+   * with its BEGIN, in the same round trip, before any of its writes; it
+   * commits or rolls back with them. False once begun (nothing sent).
+   */
+  openWith(statement: string): boolean;
   commit(): Promise<void>;
   rollback(): Promise<void>;
   /**
@@ -230,4 +237,17 @@ export interface Stores {
   conversations: ConversationStore;
   keys: KeyStore;
   units: UnitsOfWork;
+}
+
+/**
+ * Watches each negotiation from outside the domain (src/observability:
+ * metrics and traces). `observe` runs `call` once, returns or throws what it
+ * does, and records how it ended; it must add no database work of its own.
+ */
+export interface NegotiationObserver {
+  observe(
+    conversationId: string,
+    req: NegotiateRequest,
+    call: () => Promise<NegotiationResult>,
+  ): Promise<NegotiationResult>;
 }

@@ -333,3 +333,17 @@ async function setLevel(
   await c.query('UPDATE conversations SET updated_at = now() WHERE id = $1', [conversationId]);
   return { tool, level, previousLevel };
 }
+
+/**
+ * Pending approval requests across all replicas, for the approvals_pending
+ * gauge (src/observability/metrics.ts), read at scrape time: one count over
+ * the partial index approvals_open_expires_at_idx. Lapsed rows the sweep has
+ * not reached yet are not pending (as COLUMNS reads them).
+ */
+export async function countPendingApprovals(pool: Queryable): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>({
+    name: 'approvals_pending_count',
+    text: `SELECT count(*)::int AS n FROM approvals WHERE status = 'pending' AND (expires_at IS NULL OR expires_at > now())`,
+  });
+  return rows[0]?.n ?? 0;
+}

@@ -14,7 +14,7 @@
  */
 import { escapeLiteral, type Pool, type PoolClient } from 'pg';
 import { type AuditEntry, type AuditStore, type PendingEntry, chainEntries } from '../core/audit';
-import type { Transaction } from '../core/ports';
+import type { Transaction, UnitOfWork } from '../core/ports';
 import type { Logger } from '../logger';
 import { prepared, translated } from './sql';
 import { sendWithCommit } from './unit-of-work';
@@ -138,6 +138,12 @@ export class SqlAuditStore implements AuditStore {
   inTransaction(tx: Transaction, entry: PendingEntry): void {
     sendWithCommit(tx, insertSql([entry]));
     this.sealSoon();
+  }
+
+  ahead(unit: UnitOfWork, entry: PendingEntry): boolean {
+    if (!unit.openWith(insertSql([entry]))) return false;
+    this.sealSoon();
+    return true;
   }
 
   async insert(entry: PendingEntry): Promise<void> {

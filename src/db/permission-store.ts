@@ -8,7 +8,7 @@ import type { PermissionStore, StoredLevels } from '../core/ports';
 import type { Level } from '../core/tool-interface';
 import type { PrismaClient } from '../generated/prisma/client';
 import { translated } from './sql';
-import { AppError } from '../core/errors';
+import { AppError, RESERVED_CONVERSATION_ID, reservedIdError } from '../core/errors';
 
 export class PrismaPermissionStore implements PermissionStore {
   constructor(private readonly prisma: PrismaClient) {}
@@ -25,6 +25,8 @@ export class PrismaPermissionStore implements PermissionStore {
     actor: string,
     as: { createOwner: string; requiredOwner?: string },
   ): Promise<LevelChange & { conversationCreated: boolean }> {
+    // The database refuses the reserved id too, but Prisma's error drops the constraint's name.
+    if (conversationId === RESERVED_CONVERSATION_ID) throw reservedIdError();
     return translated(
       this.prisma.$transaction(async (tx) => {
         const inserted =

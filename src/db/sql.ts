@@ -4,7 +4,7 @@
  * errors into the domain's (src/core/errors.ts), so every transport and the
  * negotiate path see the same errors.
  */
-import { AppError, TransactionAbortedError, UnavailableError } from '../core/errors';
+import { AppError, reservedIdError, TransactionAbortedError, UnavailableError } from '../core/errors';
 import type { Transaction } from '../core/ports';
 import { isDatabaseUnavailable } from './database';
 
@@ -33,14 +33,21 @@ function codesOf(err: unknown): string[] {
     const rec = e as {
       code?: unknown;
       originalCode?: unknown;
+      constraint?: unknown;
       cause?: unknown;
       meta?: { driverAdapterError?: unknown };
     };
     for (const c of [rec.code, rec.originalCode]) if (typeof c === 'string') codes.push(c);
+    // A check violation is told apart by its constraint's name (pg's `constraint`; Prisma's adapter drops it,
+    // so the Prisma path checks the id itself: src/core/conversations.ts).
+    if (rec.constraint === RESERVED_ID_CONSTRAINT) codes.push(RESERVED_ID_CONSTRAINT);
     queue.push(rec.cause, rec.meta?.driverAdapterError);
   }
   return codes;
 }
+
+/** The CHECK that keeps conversations off the audit log's reserved chain id (migration 20260404000000). */
+const RESERVED_ID_CONSTRAINT = 'conversations_id_not_reserved';
 
 /** The domain's error for one SQLSTATE (or Prisma code), or undefined. Codes, never message text. */
 function domainErrorOf(code: string, err: unknown): Error | undefined {
@@ -53,6 +60,8 @@ function domainErrorOf(code: string, err: unknown): Error | undefined {
       return new AppError('validation_failed', 'The request holds characters the database cannot store', undefined, {
         cause: err,
       });
+    case RESERVED_ID_CONSTRAINT:
+      return reservedIdError({ cause: err });
     case '23503': // foreign key violation: the conversation was deleted while this request ran
     case 'P2003':
       return new AppError('not_found', 'The conversation was deleted while this request ran', undefined, {

@@ -26,6 +26,8 @@ export class LazyTransaction implements UnitOfWork {
   private pending: Promise<PoolClient> | undefined;
   /** Set once the action is over: a handler still running cannot start a new transaction. */
   private finished = false;
+  /** Sent with BEGIN (openWith). */
+  private opening: string[] = [];
 
   constructor(private readonly pool: Pool) {}
 
@@ -48,7 +50,8 @@ export class LazyTransaction implements UnitOfWork {
         throw translateError(err);
       }
       try {
-        await c.query('BEGIN');
+        // One simple query: BEGIN and what must come before the writes (a write action's audit entry).
+        await c.query(this.opening.length > 0 ? `BEGIN;\n${this.opening.join(';\n')}` : 'BEGIN');
       } catch (err) {
         c.release(err as Error);
         throw translateError(err);
@@ -56,6 +59,12 @@ export class LazyTransaction implements UnitOfWork {
       return c;
     })();
     return this.pending;
+  }
+
+  openWith(statement: string): boolean {
+    if (this.pending || this.finished) return false;
+    this.opening.push(statement);
+    return true;
   }
 
   async commit(): Promise<void> {

@@ -12,9 +12,10 @@
  * - Origin: a request from a browser page (Origin present) must come from the
  *   service's own origin (Swagger UI at /docs) or one of ALLOWED_ORIGINS.
  *
- * /healthz and /readyz are exempt from the Host check: orchestrators probe
- * by address (Kubernetes sends the pod IP as Host) and the probes tell
- * nothing worth rebinding for. Mount the guard at the app's root, since it
+ * /healthz, /readyz and /metrics are exempt from the Host check:
+ * orchestrators probe and Prometheus scrapes by address (Kubernetes sends the
+ * pod IP as Host), and they tell nothing worth rebinding for (metrics are
+ * counts by tool, action and outcome: no conversation, resource or key). Mount the guard at the app's root, since it
  * recognises the probes by req.path.
  */
 import { isIPv4, isIPv6 } from 'node:net';
@@ -30,7 +31,7 @@ interface HostName {
   port: number | undefined;
 }
 
-const PROBES = new Set(['/healthz', '/readyz']);
+const PROBES = new Set(['/healthz', '/readyz', '/metrics']);
 
 const LOOPBACK_NAMES = ['localhost', '127.0.0.1', '[::1]'];
 

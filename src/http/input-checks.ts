@@ -16,6 +16,8 @@ export const MAX_JSON_DEPTH = 64;
 
 /** The one body field whose failures are negotiate results (API.md Negotiate), not problems. */
 const NEGOTIATE_PATH = /^\/conversations\/[^/]+\/negotiate\/?$/;
+/** The MCP endpoint reads its own bodies and answers in JSON-RPC (src/mcp). */
+const MCP_PATH = /^\/conversations\/[^/]+\/mcp\/?$/;
 
 export class UnstorableInputError extends AppError {
   constructor(
@@ -37,6 +39,8 @@ function stringProblem(s: string): string | undefined {
   return undefined;
 }
 
+const NOT_FINITE = 'is a number too large to represent (beyond ±1.8e308)';
+
 function childPath(parent: string, key: string | number): string {
   if (typeof key === 'number') return `${parent}[${key}]`;
   const shown = key.length > 64 ? `${key.slice(0, 64)}…` : key;
@@ -54,6 +58,8 @@ function walk(value: unknown, path: string | null, depth: number): FieldError | 
     const problem = stringProblem(value);
     return problem ? { path: at, message: problem } : undefined;
   }
+  // JSON.parse reads a number beyond double range (1e400) as Infinity, which would be stored as null.
+  if (typeof value === 'number') return Number.isFinite(value) ? undefined : { path: at, message: NOT_FINITE };
   if (value === null || typeof value !== 'object') return undefined;
   if (depth > MAX_JSON_DEPTH) return { path: at, message: `is nested deeper than ${MAX_JSON_DEPTH} levels` };
   if (Array.isArray(value)) {
@@ -87,6 +93,22 @@ export function verifyUtf8(_req: unknown, _res: unknown, buf: Buffer): void {
   if (!isUtf8(buf))
     throw Object.assign(new Error('Request body is not valid UTF-8'), { status: 400, type: 'encoding.invalid' });
 }
+
+/**
+ * After express.json: a body it left unread is not JSON (text/plain, a form, no
+ * Content-Type): 415, rather than a route answering as if no body were sent.
+ */
+export const requireJsonBody: RequestHandler = (req, _res, next) => {
+  if (req.body !== undefined) return next();
+  const { 'transfer-encoding': chunked, 'content-length': length, 'content-type': type } = req.headers;
+  if ((chunked === undefined && (length === undefined || length === '0')) || MCP_PATH.test(req.path)) return next();
+  next(
+    new AppError(
+      'unsupported_media_type',
+      `Content-Type ${type ? `"${type}"` : '(none)'} is not accepted; send the body as application/json`,
+    ),
+  );
+};
 
 /** After express.json: refuses bodies with NUL, lone surrogates, `__proto__` keys or too deep nesting. */
 export const checkJsonBody: RequestHandler = (req, _res, next) => {

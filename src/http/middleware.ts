@@ -1,8 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { ValidateError } from '@tsoa/runtime';
-import type { ErrorRequestHandler, Express, RequestHandler, Response } from 'express';
+import type { ErrorRequestHandler, Express, Request, RequestHandler, Response } from 'express';
 import { UnavailableError, isUnavailable } from '../core/errors';
+import type { NegotiationResult } from '../core/negotiation';
+import { actorOf } from '../core/principal';
 import type { Logger } from '../logger';
+import { routeOf } from '../observability/labels';
+import type { Metrics } from '../observability/metrics';
 import { allowedMethods } from './allowed-methods';
 import { UnstorableInputError } from './input-checks';
 import { AppError, type FieldError, type ProblemCode, problemOf } from './problem';
@@ -19,28 +23,64 @@ declare module 'express-serve-static-core' {
   interface Request {
     /** The request id, also sent back as X-Request-Id. */
     id?: string;
+    /** A negotiate call's outcome, for its request log line (noteNegotiation). */
+    negotiation?: NegotiationResult;
   }
+}
+
+/** Tells the request log how a negotiate call ended (tool, action, outcome). */
+export function noteNegotiation(req: Request, result: NegotiationResult): void {
+  req.negotiation = result;
+}
+
+/**
+ * Refusals that are the permission model answering as designed, not trouble:
+ * logged at info (an agent asking for an upgrade is the approval flow's start).
+ */
+const ANSWERED_REFUSALS = new Set(['permission_required', 'level_ceiling', 'denied']);
+
+/** A negotiate call's fields in its request log line: never its args or any token. */
+function negotiationFields(req: Request, result: NegotiationResult): Record<string, unknown> {
+  const body = req.body as { action?: unknown } | undefined;
+  const requested = typeof body?.action === 'string' ? body.action.slice(0, 128) : undefined;
+  return {
+    tool: result.routing?.tool,
+    // The routed action; for a call that reached no tool, what was asked for.
+    action: result.routing?.action ?? requested,
+    outcome: result.success ? 'ok' : result.code,
+  };
 }
 
 /**
  * Takes a well-formed X-Request-Id or makes one, returns it, and logs one
- * line per request when it finishes. Hand-written rather than pino-http: that
- * builds a child logger per request, which cost a quarter of the negotiate
- * path's throughput (docs/BENCHMARKS.md); this logs through the one logger.
+ * line per request when it finishes (with the principal, and for negotiate
+ * the tool, action and outcome), and times it for http_request_duration_seconds.
+ * Hand-written rather than pino-http: that builds a child logger per request,
+ * which cost a quarter of the negotiate path's throughput (docs/BENCHMARKS.md);
+ * this logs through the one logger.
  */
-export function requestLogging(logger: Logger): RequestHandler {
+export function requestLogging(logger: Logger, metrics?: Metrics): RequestHandler {
   return (req, res, next) => {
     const given = req.headers['x-request-id'];
     const id = typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
     req.id = id;
     res.setHeader('X-Request-Id', id);
-    const start = process.hrtime.bigint();
+    const start = performance.now();
     res.on('finish', () => {
       const status = res.statusCode;
-      const level = status >= 500 ? 'error' : status >= 400 ? 'warn' : 'info';
+      const ms = performance.now() - start;
+      metrics?.observeRequest(req.method, routeOf(req), status, ms / 1000);
+      const negotiation = req.negotiation;
+      const level =
+        status >= 500
+          ? 'error'
+          : status >= 400 && !(negotiation?.code !== undefined && ANSWERED_REFUSALS.has(negotiation.code))
+            ? 'warn'
+            : 'info';
       if (!logger.isLevelEnabled(level)) return;
-      const ms = Number(process.hrtime.bigint() - start) / 1e6;
-      logger[level]({ reqId: id, method: req.method, url: req.originalUrl, status, ms }, 'request completed');
+      const principal = req.principal ? actorOf(req.principal) : undefined;
+      const line = { reqId: id, method: req.method, url: req.originalUrl, status, ms, principal };
+      logger[level](negotiation ? { ...line, ...negotiationFields(req, negotiation) } : line, 'request completed');
     });
     next();
   };
@@ -65,8 +105,23 @@ const BODY_PROBLEMS: Record<string, [ProblemCode, string]> = {
   'charset.unsupported': ['unsupported_media_type', 'Unsupported charset; send UTF-8'],
 };
 
+/** Valid JSON that is not an object or array (`null`, `42`, `"x"`): refused by the parser's strict mode. */
+function isScalarJson(body: unknown): boolean {
+  if (typeof body !== 'string') return false;
+  try {
+    JSON.parse(body);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** The body parser's errors as problems; false when it is not one of them. */
-function bodyParserProblem(res: Response, type: string, status: number): boolean {
+function bodyParserProblem(res: Response, type: string, status: number, body: unknown): boolean {
+  if (type === 'entity.parse.failed' && isScalarJson(body)) {
+    sendProblem(res, 'validation_failed', 'Request body must be a JSON object');
+    return true;
+  }
   const known = Object.hasOwn(BODY_PROBLEMS, type) ? BODY_PROBLEMS[type] : undefined;
   if (known) {
     sendProblem(res, known[0], known[1]);
@@ -104,7 +159,7 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
       const errors = fieldErrors(err);
       return sendProblem(res, 'validation_failed', errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors);
     }
-    const bodyError = err as { type?: unknown; status?: unknown; expose?: unknown };
+    const bodyError = err as { type?: unknown; status?: unknown; expose?: unknown; body?: unknown };
     if (bodyError.type === 'request.aborted') {
       // The client went away mid-body: nobody to answer, nothing wrong with the service.
       logger.debug({ reqId: req.id }, 'client aborted the request body');
@@ -112,7 +167,8 @@ export function errorHandler(logger: Logger): ErrorRequestHandler {
     }
     // http-errors (the body parser's) mark errors safe to tell the client with `expose`.
     if (bodyError.expose === true && typeof bodyError.status === 'number') {
-      if (bodyParserProblem(res, typeof bodyError.type === 'string' ? bodyError.type : '', bodyError.status)) return;
+      const type = typeof bodyError.type === 'string' ? bodyError.type : '';
+      if (bodyParserProblem(res, type, bodyError.status, bodyError.body)) return;
     }
     // src/db translates every driver error it raises: unavailability is the domain's UnavailableError.
     if (isUnavailable(err)) {

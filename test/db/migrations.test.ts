@@ -16,6 +16,7 @@ const ALL = [
   '20260401000000_approvals',
   '20260402000000_idempotency',
   '20260403000000_audit',
+  '20260404000000_reserve_system_chain',
 ];
 
 async function query<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {

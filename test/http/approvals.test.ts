@@ -295,6 +295,18 @@ describe('a retry with an approvalId', () => {
     expectProblem(await request(app, alice.token).get(`${approvalsOf(id)}?status=maybe`), 400, 'validation_failed');
   });
 
+  it('rejects without a body ({ reason? }): no reason, and a retry is approval_rejected', async () => {
+    const { id, agent } = await setup();
+    const ref = await refuse(agent.token, id, CREATE('r-nobody'));
+    const rejected = await request(app, alice.token)
+      .post(`${approvalsOf(id)}/${ref.id}/reject`)
+      .expect(200);
+    expect(rejected.body).toEqual(expect.objectContaining({ status: 'rejected', decidedBy: expect.any(String) }));
+    expect(rejected.body.reason ?? null).toBeNull();
+    const retry = await negotiate(agent.token, id, { ...CREATE('r-nobody'), approvalId: ref.id });
+    expect([retry.status, retry.body.code]).toEqual([403, 'approval_rejected']);
+  });
+
   it('answers approval_expired once the pending request lapses (APPROVAL_TTL_SECONDS); a new refusal records a new one', async () => {
     const { id, agent } = await setup();
     const res = await negotiate(agent.token, id, CREATE('e1'), shortTtl.app);

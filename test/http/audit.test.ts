@@ -259,6 +259,28 @@ describe('an entry per event', () => {
     expect(list.find((e) => e.action === minted.id)).toMatchObject({ event: 'key.created', actor: 'admin:admin' });
     expectProblem(await as(app, owner.token).get('/conversations/_system/audit'), 404, 'not_found');
   });
+
+  it('keeps the _system id from becoming a conversation, on every path that creates one', async () => {
+    const before = (await entries('_system', TEST_ADMIN_TOKEN)).length;
+    for (const token of [owner.token, TEST_ADMIN_TOKEN]) {
+      const user = as(app, token);
+      const attempts = [
+        user.post('/conversations').send({ id: '_system' }),
+        user.post('/conversations/_system/negotiate').send({ action: 'calculator/add', args: { a: 1, b: 2 } }),
+        user.put('/conversations/_system/permissions/data-tool').send({ level: 2 }),
+        user.put('/conversations/_system/resources/doc').send({ data: { secret: 1 } }),
+      ];
+      for (const res of await Promise.all(attempts)) {
+        expectProblem(res, 400, 'validation_failed');
+        expect(res.body.detail).toContain('reserved');
+      }
+    }
+    const { rows } = await t.db.pool.query('SELECT 1 FROM conversations WHERE id = $1', ['_system']);
+    expect(rows).toHaveLength(0);
+    // Nothing of those attempts reached the chain an owner would have read.
+    const after = await entries('_system', TEST_ADMIN_TOKEN);
+    expect(after.slice(before).filter((e) => e.event !== 'key.created')).toEqual([]);
+  });
 });
 
 describe('arguments', () => {

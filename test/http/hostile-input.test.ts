@@ -26,6 +26,17 @@ beforeAll(async () => {
 });
 afterAll(async () => t?.close());
 
+/** A raw POST with a body and no Content-Type (supertest would add one). */
+async function rawRequestTo(method: string, path: string, body: Buffer): Promise<{ status: number; text: string }> {
+  const server = createServer(t.app);
+  const port = await listen(server);
+  try {
+    return await rawRequest(port, method, path, { 'Content-Length': String(body.length), ...bearer() }, body);
+  } finally {
+    await close(server);
+  }
+}
+
 /** A JSON text nested `levels` deep, counting the outer object as level 1: `{"data":[[...]]}`. */
 const nestedData = (levels: number): string => `{"data":${'['.repeat(levels - 1)}${']'.repeat(levels - 1)}}`;
 
@@ -115,6 +126,11 @@ describe('input the database cannot store is a 400 validation_failed', () => {
     await request(t.app).get(`/conversations/${id}`).expect(404);
     await send('put', `/conversations/${id}/resources/doc`, '{"data":"\\u0000"}').expect(400);
     await request(t.app).get(`/conversations/${id}/resources/doc`).expect(404);
+    // A number beyond double range would be stored as null.
+    const huge = await send('put', `/conversations/${id}/resources/doc`, '{"data":{"n":-1e400}}');
+    expectProblem(huge, 400, 'validation_failed');
+    expect(JSON.parse(huge.text).errors).toEqual([{ path: 'data.n', message: expect.stringContaining('too large') }]);
+    await request(t.app).get(`/conversations/${id}/resources/doc`).expect(404);
   });
 
   it('accepts 64 levels, astral characters (surrogate pairs) and a __proto__ text value', async () => {
@@ -130,7 +146,11 @@ describe('input the database cannot store is a 400 validation_failed', () => {
   });
 
   it('inside negotiate args, answers the negotiate result 400 invalid_args', async () => {
-    for (const args of ['{"name":"x","data":"\\u0000"}', `{"name":"x","data":${nestedData(100).slice(8, -1)}}`]) {
+    for (const args of [
+      '{"name":"x","data":"\\u0000"}',
+      `{"name":"x","data":${nestedData(100).slice(8, -1)}}`,
+      '{"name":"x","data":{"n":[1e400]}}',
+    ]) {
       const res = await send(
         'post',
         `/conversations/${uniqueId('hostile')}/negotiate`,
@@ -141,6 +161,27 @@ describe('input the database cannot store is a 400 validation_failed', () => {
       expect(res.body).toMatchObject({ success: false, code: 'invalid_args' });
       expect(res.body.error).toMatch(/^Invalid args: args\.data/);
     }
+  });
+});
+
+describe('a body that is not JSON', () => {
+  it.each([
+    ['text/plain', 'post', '/conversations/{c}/negotiate', '{"action":"calculator/add","args":{"a":1,"b":2}}'],
+    ['application/x-www-form-urlencoded', 'post', '/conversations', 'id=x'],
+    ['text/plain', 'put', '/conversations/{c}/permissions/data-tool', '{"level":2}'],
+    ['application/xml', 'put', '/conversations/{c}/resources/doc', '<data/>'],
+  ] as const)('%s on %s %s is 415 unsupported_media_type, and nothing is created', async (type, method, path, body) => {
+    const c = uniqueId('media');
+    const res = await request(t.app)[method](path.replace('{c}', c)).set('Content-Type', type).send(body);
+    expectProblem(res, 415, 'unsupported_media_type');
+    expect(JSON.parse(res.text).detail).toContain(type);
+    await request(t.app).get(`/conversations/${c}`).expect(404);
+  });
+
+  it('with no Content-Type at all is 415 too; an empty body without one is no body (the route says what it lacks)', async () => {
+    const res = await rawRequestTo('POST', '/conversations', Buffer.from('{"id":"x"}'));
+    expectProblem(res, 415, 'unsupported_media_type');
+    expectProblem(await rawRequestTo('POST', '/conversations', Buffer.alloc(0)), 400, 'validation_failed');
   });
 });
 

@@ -326,8 +326,15 @@ describe('SQL round trips', () => {
           .map((c) => c[0] as string | { name?: string; text: string })
           .filter((q) => typeof q === 'string' || q.name !== 'key_revoked_within')
           .map((q) => (typeof q === 'string' ? q : (q.name ?? q.text)).trim())
-          // A write action's audit entry is sent with its COMMIT, in one round trip.
-          .map((q) => (/^INSERT INTO audit_pending\b[\s\S]*;\s*COMMIT$/.test(q) ? 'audit+COMMIT' : q.split(/\s+/)[0]!))
+          // A write action's audit entry is sent with its BEGIN (with its COMMIT when the unit began
+          // earlier, for a key's claim), in one round trip.
+          .map((q) =>
+            /^INSERT INTO audit_pending\b[\s\S]*;\s*COMMIT$/.test(q)
+              ? 'audit+COMMIT'
+              : /^BEGIN;\s*INSERT INTO audit_pending\b/.test(q)
+                ? 'BEGIN+audit'
+                : q.split(/\s+/)[0]!,
+          )
       );
     } finally {
       spy.mockRestore();
@@ -341,9 +348,9 @@ describe('SQL round trips', () => {
     expect(await statements(() => negotiate(base, id, read).expect(200))).toEqual(['decision_prefetch']);
     expect(await statements(() => negotiate(base, id, update(1)).expect(200))).toEqual([
       'decision_select',
-      'BEGIN',
+      'BEGIN+audit',
       'resource_update',
-      'audit+COMMIT',
+      'COMMIT',
     ]);
     expect(await statements(() => negotiate(base, id, update(2), 'rt-1').expect(200))).toEqual([
       'idempotency_find',

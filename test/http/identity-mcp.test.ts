@@ -3,9 +3,9 @@
  * "Identity and access"), over a real port with the official SDK client: the
  * 401 challenge points at the RFC 9728 metadata, which anyone may read; a
  * foreign Origin is refused; the conversation's agent key, its owner and an
- * admin may initialize and list tools, another user finds nothing; a session
- * belongs to the principal that opened it; one principal holds at most
- * MCP_MAX_SESSIONS_PER_PRINCIPAL sessions.
+ * admin may initialize and list tools, another user finds nothing; with no
+ * sessions every request is judged by its own credentials; one principal
+ * holds at most MCP_MAX_STREAMS_PER_PRINCIPAL open notification streams.
  */
 import type { Server } from 'node:http';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';

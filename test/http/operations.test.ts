@@ -43,6 +43,17 @@ describe('operations', () => {
       .expect(400);
     expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
     expect(res.body.code).toBe('validation_failed');
+    expect(res.body.detail).toBe('Request body is not valid JSON');
+  });
+
+  it.each(['null', '42', '"text"', 'true'])('answers valid JSON that is not an object (%s) as such', async (body) => {
+    const res = await request(t.app)
+      .post('/conversations/x/negotiate')
+      .set('Content-Type', 'application/json')
+      .send(body)
+      .expect(400);
+    expect(res.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(res.body).toMatchObject({ code: 'validation_failed', detail: 'Request body must be a JSON object' });
   });
 
   it('answers bodies over BODY_LIMIT with problem+json 413', async () => {

@@ -105,11 +105,13 @@ describe('Host', () => {
     }
   });
 
-  it('exempts the probes, and only them', async () => {
+  it('exempts the probes and the metrics scrape, and only them', async () => {
     const app = guardedApp({ host: '127.0.0.1', allowedHosts: ['api.example.com'] });
     await withHost(app, '10.1.2.3:8080', '/healthz').expect(200);
     await withHost(app, '10.1.2.3:8080', '/readyz').expect(200);
-    for (const path of ['/docs/', '/openapi.json', '/metrics', '/.well-known/oauth-protected-resource', '/healthzz']) {
+    // Prometheus scrapes by address as the probes do (Kubernetes: the pod IP as Host).
+    await withHost(app, '10.1.2.3:8080', '/metrics').expect(200);
+    for (const path of ['/docs/', '/openapi.json', '/metricsx', '/.well-known/oauth-protected-resource', '/healthzz']) {
       expect([path, (await withHost(app, '10.1.2.3:8080', path)).status]).toEqual([path, 403]);
     }
   });

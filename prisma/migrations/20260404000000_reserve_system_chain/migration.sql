@@ -1,0 +1,11 @@
+-- The audit log keeps admin and user keys' events in the chain "_system"
+-- (src/core/audit.ts SYSTEM_CHAIN), read by admins at
+-- /conversations/_system/audit. A conversation with that id would mix its
+-- entries into that chain and let its owner read them, so no conversation may
+-- take it: every creation path (first use by negotiate, a permission change,
+-- a resource write, MCP) ends in this constraint, which src/db/sql.ts answers
+-- as a 400 validation_failed.
+--
+-- NOT VALID: a "_system" conversation made before this migration is kept
+-- (admins can delete it) rather than failing the upgrade.
+ALTER TABLE "conversations" ADD CONSTRAINT "conversations_id_not_reserved" CHECK ("id" <> '_system') NOT VALID;
