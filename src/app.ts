@@ -14,7 +14,7 @@ import { hostOriginGuard } from './http/host-origin';
 import { failedAuthLimiter, principalRateLimit } from './http/rate-limits';
 import { errorHandler, notFound, requestLogging } from './http/middleware';
 import { setTrustProxy } from './http/trust-proxy';
-import { mcpRouter } from './mcp/conversation-mcp';
+import { MCP_PATH, mcpBodyErrors, mcpRouter } from './mcp/conversation-mcp';
 import type { Services } from './services';
 
 export const OPENAPI_PATH = join(PROJECT_ROOT, 'openapi', 'openapi.json');
@@ -65,6 +65,8 @@ export function buildApp(services: Services): Express {
   // express tries the routes in order, so the hot path matches at once.
   RegisterRoutes(app);
   app.use(mcpRouter(services));
+  // Bodies express.json refused, answered as JSON-RPC errors on the MCP endpoint.
+  app.use(MCP_PATH, mcpBodyErrors);
   const metrics = services.metrics;
   if (metrics) {
     // Public like the probes (src/http/authenticate.ts, host-origin.ts); absent (404) with METRICS_ENABLED=false.

@@ -75,8 +75,12 @@ export const ZConfig = z.object({
    * networks only, where a gateway in front of a container lives.
    */
   TRUST_PROXY: z.string().default('loopback, linklocal, uniquelocal'),
-  /** Open MCP sessions one principal may hold on this replica. */
-  MCP_MAX_SESSIONS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(100000).default(16),
+  /**
+   * Open MCP notification streams (2026 subscriptions/listen, 2025 GET) one
+   * principal may hold on this replica: the one thing the stateless endpoint
+   * keeps per client (a socket and a listener each).
+   */
+  MCP_MAX_STREAMS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(100000).default(16),
   /** A pending approval request lapses after this; an hour gives a person time to look. */
   APPROVAL_TTL_SECONDS: z.coerce.number().int().min(1).max(31_536_000).default(3600),
   /** GET /metrics (Prometheus); false: no metrics are kept and the path is a 404. */
@@ -115,7 +119,7 @@ export interface Config {
   allowedOrigins: string[];
   /** undefined: the default for the listening address (src/http/host-origin.ts). */
   allowedHosts: string[] | undefined;
-  mcpMaxSessionsPerPrincipal: number;
+  mcpMaxStreamsPerPrincipal: number;
   approvalTtlSeconds: number;
   metricsEnabled: boolean;
   /** express's `trust proxy` setting. */
@@ -193,7 +197,7 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,
     allowedOrigins: list(c.ALLOWED_ORIGINS) ?? [],
     allowedHosts: list(c.ALLOWED_HOSTS),
-    mcpMaxSessionsPerPrincipal: c.MCP_MAX_SESSIONS_PER_PRINCIPAL,
+    mcpMaxStreamsPerPrincipal: c.MCP_MAX_STREAMS_PER_PRINCIPAL,
     approvalTtlSeconds: c.APPROVAL_TTL_SECONDS,
     metricsEnabled: c.METRICS_ENABLED,
     trustProxy:

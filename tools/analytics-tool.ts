@@ -118,6 +118,23 @@ export function summarize(data: unknown, field?: string): Summary {
   throw new ToolError('invalid_args', '"field" needs the resource data to be an object or an array of objects');
 }
 
+const ZJsonType = z.enum(['array', 'object', 'string', 'number', 'boolean', 'null']);
+
+/** Summary, as published output. */
+const ZSummary = z.object({
+  name: z.string().describe('The resource summarized'),
+  type: ZJsonType,
+  size: z.number().int().optional().describe('Items of an array, keys of an object, characters of a string'),
+  itemTypes: z.partialRecord(ZJsonType, z.number().int()).optional().describe('For arrays: items of each JSON type'),
+  keys: z.array(z.string()).optional().describe('For objects: their keys, sorted'),
+  field: z.string().optional().describe('The field the numbers were taken from'),
+  fieldCount: z.number().int().optional().describe('For an array of objects and a field: items with that field'),
+  stats: z
+    .object({ count: z.number().int(), min: z.number(), max: z.number(), mean: z.number(), sum: z.number() })
+    .optional()
+    .describe('Over the numeric values; absent when there are none'),
+});
+
 export default defineTool({
   name: 'analytics-tool',
   version: '1.0.0',
@@ -133,6 +150,7 @@ export default defineTool({
         name: ZResourceName,
         field: z.string().min(1).max(128).optional().describe('Field to take the numbers from'),
       }),
+      output: ZSummary,
       prefetch: ({ name }) => name,
       handler: async ({ name, field }, ctx) => {
         const resource = await requireResource(ctx.sharedContext, name);
@@ -143,6 +161,7 @@ export default defineTool({
       description: 'Count the resources of the conversation, optionally only those whose name starts with `prefix`.',
       level: 1,
       input: z.object({ prefix: ZResourcePrefix.optional() }),
+      output: z.object({ count: z.number().int() }),
       handler: async ({ prefix }, ctx) => ({ count: (await ctx.sharedContext.listResources({ prefix })).length }),
     }),
   },

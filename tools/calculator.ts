@@ -11,6 +11,8 @@ const ZOperands = z.object({
   b: z.number().describe('Second operand'),
 });
 
+const ZResult = z.object({ result: z.number().describe('The result') });
+
 /** JSON has no Infinity: an overflowing result would silently become null in the response. */
 function finite(result: number): { result: number } {
   if (!Number.isFinite(result)) throw new ToolError('invalid_args', 'The result is too large to represent');
@@ -26,12 +28,14 @@ export default defineTool({
       description: 'Add two numbers: returns { result: a + b }.',
       level: 1,
       input: ZOperands,
+      output: ZResult,
       handler: ({ a, b }) => finite(a + b),
     }),
     multiply: defineAction({
       description: 'Multiply two numbers: returns { result: a * b }.',
       level: 1,
       input: ZOperands,
+      output: ZResult,
       handler: ({ a, b }) => finite(a * b),
     }),
   },

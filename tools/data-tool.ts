@@ -6,6 +6,7 @@ import { z } from 'zod';
 import {
   ToolError,
   ZResourceName,
+  ZResourceOutput,
   ZResourcePrefix,
   defineAction,
   defineTool,
@@ -30,6 +31,7 @@ export default defineTool({
       description: 'Create a new resource `name` holding `data`; fails if it already exists.',
       level: 2,
       input: z.object({ name: ZResourceName, data: ZData }),
+      output: z.object({ message: z.string(), resource: ZResourceOutput }),
       handler: async ({ name, data }, ctx) => ({
         message: 'Resource created by data-tool',
         resource: await ctx.sharedContext.createResource(name, data),
@@ -39,6 +41,7 @@ export default defineTool({
       description: 'Read the resource `name` (its data, owner, timestamps and version).',
       level: 1,
       input: z.object({ name: ZResourceName }),
+      output: ZResourceOutput,
       handler: ({ name }, ctx) => requireResource(ctx.sharedContext, name),
       prefetch: ({ name }) => name,
     }),
@@ -46,12 +49,14 @@ export default defineTool({
       description: 'Replace the data of the existing resource `name` with `data` (the whole value).',
       level: 2,
       input: z.object({ name: ZResourceName, data: ZData }),
+      output: ZResourceOutput,
       handler: ({ name, data }, ctx) => ctx.sharedContext.updateResource(name, data),
     }),
     'list-resources': defineAction({
       description: 'List the resources of the conversation, optionally only those whose name starts with `prefix`.',
       level: 1,
       input: z.object({ prefix: ZResourcePrefix.optional() }),
+      output: z.object({ resources: z.array(ZResourceOutput).describe('Ordered by name') }),
       handler: async ({ prefix }, ctx) => ({
         resources: await ctx.sharedContext.listResources({ prefix }),
       }),
@@ -60,11 +65,12 @@ export default defineTool({
       description: 'Delete the resource `name`.',
       level: 2,
       input: z.object({ name: ZResourceName }),
+      output: z.object({ deleted: z.literal(true), name: z.string() }),
       handler: async ({ name }, ctx) => {
         if (!(await ctx.sharedContext.deleteResource(name))) {
           throw new ToolError('resource_not_found', `Resource not found: ${name}`);
         }
-        return { deleted: true, name };
+        return { deleted: true as const, name };
       },
     }),
   },

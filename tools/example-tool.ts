@@ -13,6 +13,7 @@ export default defineTool({
       input: z.object({
         name: z.string().min(1).max(200).default('world').describe('Who to greet'),
       }),
+      output: z.object({ message: z.string().describe('The greeting') }),
       handler: ({ name }) => ({ message: `Hello, ${name}!` }),
     }),
   },

@@ -250,6 +250,7 @@ function tooMany(maxFiles = EXPORT_MAX_FILES): ToolError {
 }
 
 const ZFormat = z.enum(EXPORT_FORMATS).describe('json (pretty-printed) or csv (RFC 4180)');
+const ZExportFormat = z.enum(EXPORT_FORMATS);
 
 export default defineTool({
   name: 'export-tool',
@@ -262,6 +263,7 @@ export default defineTool({
         'an array of scalars, or one object.',
       level: 1,
       input: z.object({ name: ZResourceName, format: ZFormat }),
+      output: z.object({ name: z.string(), format: ZExportFormat, content: z.string().describe('The exported text') }),
       prefetch: ({ name }) => name,
       handler: async ({ name, format }, ctx) => {
         const resource = await requireResource(ctx.sharedContext, name);
@@ -283,6 +285,12 @@ export default defineTool({
           .min(1)
           .max(1024)
           .describe("File path relative to the conversation's export directory, e.g. reports/sales.csv"),
+      }),
+      output: z.object({
+        name: z.string(),
+        format: ZExportFormat,
+        path: z.string().describe("The file written, relative to the conversation's export directory"),
+        bytes: z.number().int().describe('Its size'),
       }),
       handler: async ({ name, format, path }, ctx) => {
         exportPathSegments(path); // a bad path is invalid_args before anything is read or created

@@ -18,6 +18,8 @@ export function integratePolynomial(coefficients: readonly number[], from: numbe
   return antiderivative(to) - antiderivative(from);
 }
 
+const ZResult = z.object({ result: z.number().describe('The result') });
+
 function finite(result: number): { result: number } {
   if (!Number.isFinite(result)) throw new ToolError('invalid_args', 'The result is too large to represent');
   return { result };
@@ -35,6 +37,7 @@ export default defineTool({
         a: z.number().describe('First operand'),
         b: z.number().describe('Second operand'),
       }),
+      output: ZResult,
       handler: ({ a, b }) => finite(a + b),
     }),
     integrate: defineAction({
@@ -50,6 +53,7 @@ export default defineTool({
         from: z.number().describe('Lower bound'),
         to: z.number().describe('Upper bound'),
       }),
+      output: ZResult,
       handler: ({ coefficients, from, to }) => finite(integratePolynomial(coefficients, from, to)),
     }),
   },

@@ -8,9 +8,11 @@ import { z } from 'zod';
 import {
   ToolError,
   ZResourceName,
+  ZResourceOutput,
   defineAction,
   defineTool,
   requireResource,
+  type Resource,
   type SharedContext,
 } from '../src/core/tool-interface';
 
@@ -172,7 +174,7 @@ function withField(data: unknown, field: string, value: unknown): JsonObject {
   return { ...data, [field]: value };
 }
 
-async function writeTarget(shared: SharedContext, target: string, data: unknown): Promise<unknown> {
+async function writeTarget(shared: SharedContext, target: string, data: unknown): Promise<Resource> {
   const existing = await shared.getResource(target);
   return existing ? shared.updateResource(target, data) : shared.createResource(target, data);
 }
@@ -200,6 +202,12 @@ export default defineTool({
         'written to `target` the target receives the transformed value alone. Without `target` the source is updated.',
       level: 2,
       input: ZTransformArgs,
+      output: z.object({
+        source: z.string().describe('The resource read'),
+        target: z.string().describe('The resource written (the source when transformed in place)'),
+        operation: z.enum(TRANSFORM_OPERATIONS),
+        resource: ZResourceOutput.describe('The resource as written'),
+      }),
       handler: async ({ name, operation, field, target, keys, by }, ctx) => {
         const source = await requireResource(ctx.sharedContext, name);
         const output = applyTransform(operation, field === undefined ? source.data : fieldOf(source.data, field), {

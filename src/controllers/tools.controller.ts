@@ -40,6 +40,11 @@ export interface Action {
   alignment: AlignmentValue;
   /** JSON Schema of the args (`type: "object"`). */
   inputSchema: { [key: string]: unknown };
+  /**
+   * JSON Schema of the output (`type: "object"`), when the action declares
+   * one (MCP `outputSchema`: the MCP endpoint checks each result against it).
+   */
+  outputSchema?: { [key: string]: unknown };
 }
 
 /** A registered tool and its actions. */

@@ -30,6 +30,8 @@ export interface ActionView {
   level: number;
   alignment: Alignment;
   inputSchema: Record<string, unknown>;
+  /** JSON Schema of the output, for actions that declare one. */
+  outputSchema?: Record<string, unknown>;
 }
 
 export interface ToolView {
@@ -49,6 +51,7 @@ export function actionView(a: LoadedAction): ActionView {
     level: a.level,
     alignment: baseAlignment(a.level),
     inputSchema: a.inputSchema,
+    ...(a.outputSchema ? { outputSchema: a.outputSchema } : {}),
   };
 }
 

@@ -117,11 +117,19 @@ export class ToolError extends Error {
   }
 }
 
-export interface ActionDefinition<S extends z.ZodType = z.ZodType> {
+export interface ActionDefinition<S extends z.ZodType = z.ZodType, O extends z.ZodType = z.ZodType> {
   description: string;
   level: Level;
   /** zod schema of the args; an object schema (published as JSON Schema). */
   input: S;
+  /**
+   * Optional zod schema of what the handler returns; an object schema,
+   * published as JSON Schema (`outputSchema` in GET /tools and MCP
+   * tools/list). MCP results carry the output as `structuredContent`, checked
+   * against it first: an output that does not conform is an `isError` result
+   * there (REST's negotiate returns outputs as they are, adding no work).
+   */
+  output?: O;
   handler: (args: z.output<S>, ctx: ToolContext<z.output<S>>) => unknown;
   /**
    * Optional, for read-level actions: the name of the one resource the
@@ -140,9 +148,16 @@ export interface ToolDefinition {
   actions: Record<string, ActionDefinition>;
 }
 
-/** Identity typing helper that keeps each action's args typed from its schema. */
-export function defineAction<S extends z.ZodType>(action: ActionDefinition<S>): ActionDefinition {
-  return action;
+/**
+ * Identity typing helper that keeps each action's args typed from its schema
+ * (and, with an output schema, its handler's return type checked against it).
+ */
+export function defineAction<S extends z.ZodType, O extends z.ZodType = z.ZodType>(
+  action: ActionDefinition<S, O> & {
+    handler: (args: z.output<S>, ctx: ToolContext<z.output<S>>) => z.input<O> | Promise<z.input<O>>;
+  },
+): ActionDefinition {
+  return action as unknown as ActionDefinition;
 }
 
 export function defineTool(tool: ToolDefinition): ToolDefinition {
@@ -219,6 +234,19 @@ export async function requireResource(shared: SharedContext, name: string): Prom
   if (!resource) throw new ToolError('resource_not_found', `Resource not found: ${name}`);
   return resource;
 }
+
+/** A resource as actions return it (Resource), for output schemas. */
+export const ZResourceOutput = z
+  .object({
+    name: z.string(),
+    data: z.unknown().describe('The resource data, any JSON value'),
+    createdBy: z.string(),
+    updatedBy: z.string(),
+    createdAt: z.number().describe('Epoch milliseconds'),
+    updatedAt: z.number().describe('Epoch milliseconds'),
+    version: z.number().int().min(1),
+  })
+  .describe('A resource of the conversation shared context');
 
 /** A resource-name prefix filter: the name alphabet, possibly empty. */
 export const ZResourcePrefix = z

@@ -30,6 +30,8 @@ export interface LoadedAction {
   level: Level;
   /** JSON Schema of the args; always `type: "object"` at the top. */
   inputSchema: Record<string, unknown>;
+  /** JSON Schema of the output, when the action declares one (ActionDefinition.output); `type: "object"`. */
+  outputSchema?: Record<string, unknown>;
   parseArgs(args: unknown): ParseArgsResult;
   /**
    * Isolated actions only: parseArgs checks no more than the shape there, the
@@ -120,6 +122,7 @@ const ZActionDefinition = z.object({
   prefetch: z
     .custom<NonNullable<ActionDefinition['prefetch']>>((v) => typeof v === 'function', 'must be a function')
     .optional(),
+  output: z.custom<z.ZodType>(isZodSchema, 'must be a zod 4 schema').optional(),
 });
 
 const ZToolDefinition = z.object({
@@ -157,21 +160,29 @@ async function resolveExport(mod: unknown): Promise<unknown> {
 
 // ---- Building actions ------------------------------------------------------------
 
-/** The JSON Schema published for an action's args; refuses anything but an object. */
-function argsJsonSchema(schema: z.ZodType): UnknownRecord {
+/**
+ * The JSON Schema published for an action's args ('input': what a caller
+ * sends, before defaults and transforms) or output ('output': what the
+ * caller receives, after them); refuses anything but an object (MCP's
+ * inputSchema and outputSchema are object schemas).
+ */
+function objectJsonSchema(schema: z.ZodType, io: 'input' | 'output'): UnknownRecord {
   let json: UnknownRecord;
   try {
-    // 'input': the schema describes what a caller sends, before defaults and transforms.
-    json = { ...z.toJSONSchema(schema, { io: 'input', unrepresentable: 'any' }) };
+    json = { ...z.toJSONSchema(schema, { io, unrepresentable: 'any' }) };
   } catch (err) {
-    throw new SkipModule(`input schema cannot be converted to JSON Schema (${errorMessage(err)})`);
+    throw new SkipModule(`${io} schema cannot be converted to JSON Schema (${errorMessage(err)})`);
   }
   if (json.type !== 'object') {
-    throw new SkipModule(`input schema must be an object schema, got JSON Schema type ${JSON.stringify(json.type)}`);
+    throw new SkipModule(`${io} schema must be an object schema, got JSON Schema type ${JSON.stringify(json.type)}`);
   }
   // Provider function definitions (OpenAI, Anthropic, MCP) take a bare schema.
   delete json.$schema;
   return json;
+}
+
+function argsJsonSchema(schema: z.ZodType): UnknownRecord {
+  return objectJsonSchema(schema, 'input');
 }
 
 function argsParser(schema: z.ZodType): (args: unknown) => ParseArgsResult {
@@ -192,6 +203,8 @@ interface ActionSpec {
   description: string;
   level: Level;
   schema: z.ZodType;
+  /** The declared output schema, if any. */
+  output?: z.ZodType;
   run: LoadedAction['run'];
   prefetch?: LoadedAction['prefetch'];
 }
@@ -206,7 +219,10 @@ function makeAction(spec: ActionSpec): LoadedAction {
     description: spec.description,
     level: spec.level,
     inputSchema: argsJsonSchema(spec.schema),
+    ...(spec.output ? { outputSchema: objectJsonSchema(spec.output, 'output') } : {}),
     parseArgs: argsParser(spec.schema),
+    // The output is not checked here: that would add work to every negotiate. The MCP endpoint
+    // checks what it hands out as structuredContent against outputSchema (conversation-server.ts).
     run: spec.run,
     // Only reads may be answered early: a write must see its transaction's state.
     ...(spec.prefetch && spec.level === 1 ? { prefetch: spec.prefetch } : {}),
@@ -228,6 +244,7 @@ function fromDefinition(value: unknown, source: string): LoadedTool {
       description: action.description,
       level: action.level,
       schema: action.input,
+      output: action.output,
       // The handler sees the parsed args in ctx.args too, whatever the caller put there.
       run: async (args, ctx) => await action.handler(args, { ...ctx, action: name, args }),
       prefetch: action.prefetch,

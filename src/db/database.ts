@@ -10,6 +10,10 @@ import { PrismaClient } from '../generated/prisma/client';
 export interface Database {
   pool: Pool;
   prisma: PrismaClient;
+  /** How the pool reaches the server: a component that needs a connection of its own (LISTEN) opens it with this. */
+  client: ClientConfig;
+  /** True for the embedded PGlite database (one session shared by all connections; no LISTEN/NOTIFY across processes). */
+  sharedSession: boolean;
   /** Resolves when the database answers a trivial query. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -54,6 +58,8 @@ export function openDatabase(opts: DatabaseOptions): Database {
   return {
     pool,
     prisma,
+    client: opts.client,
+    sharedSession: opts.sharedSession ?? false,
     ping: async () => {
       await pool.query('SELECT 1');
     },

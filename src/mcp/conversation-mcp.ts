@@ -1,62 +1,117 @@
 /**
  * `/conversations/{id}/mcp`: the express router of a Model Context Protocol
- * server per conversation over the Streamable HTTP transport. Stateful: an
- * initialize request without a session opens one (sessions.ts), bound to the
- * conversation in its URL; later requests carry `mcp-session-id`; DELETE ends
- * it. GET opens the SSE stream that carries `notifications/tools/list_changed`
- * after a hot reload. This file checks the URL and the session header and
- * answers what the transport does not (JSON-RPC errors, problem+json).
+ * server per conversation over Streamable HTTP, on the official SDK v2
+ * (`createMcpHandler` from @modelcontextprotocol/server, adapted to express
+ * with `toNodeHandler` from @modelcontextprotocol/node).
+ *
+ * Stateless, for both protocol eras: every request gets a fresh server
+ * (conversation-server.ts) for its conversation and caller, and nothing is
+ * kept between requests, so any replica answers any request and no sticky
+ * routing is needed.
+ * - 2026-07-28: each request carries its version and capabilities;
+ *   `server/discover`, `subscriptions/listen` (a long-lived SSE response),
+ *   the Mcp-Method/Mcp-Name header checks and the JSON-RPC errors of the
+ *   revision are the SDK's.
+ * - 2025-11-25 / 2025-06-18: the SDK's stateless legacy leg answers
+ *   `initialize` and every later POST without a session id; the GET stream
+ *   of those clients is served here (legacy-stream.ts), fed by the same bus.
+ *
+ * Change events (a hot reload of TOOLS_DIR) go through the event bus
+ * (event-bus.ts: Postgres LISTEN/NOTIFY), so a listener on any replica hears
+ * of a change on any other. Long-lived streams (listen and the 2025 GET) are
+ * the only thing a replica holds per client: they are bounded per principal
+ * and in all.
+ *
+ * This file checks the URL and the caller (the conversation's agent keys, its
+ * owner, admins; the app's middleware has already checked the token, Host
+ * and Origin) and answers what the SDK does not (problem+json for the access
+ * decision, JSON-RPC errors for bodies express could not parse).
  */
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { Router, type Request, type Response } from 'express';
+import { createMcpHandler, type AuthInfo, type McpHttpHandler } from '@modelcontextprotocol/server';
+import { toNodeHandler } from '@modelcontextprotocol/node';
+import { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
 import { ID_RULE, isValidId } from '../core/resource-names';
 import { AppError, isUnavailable } from '../core/errors';
-import type { Principal } from '../core/principal';
+import { type Principal, principalKey } from '../core/principal';
 import { principalOf } from '../http/authenticate';
 import { errorHandler as httpErrorHandler, sendProblem } from '../http/middleware';
 import type { Services } from '../services';
-import { createMcpSessions, type McpSessionOptions } from './sessions';
+import { createConversationServer } from './conversation-server';
+import { createMcpEventBus, type McpEventBus } from './event-bus';
+import { serveLegacyStream } from './legacy-stream';
+import { StreamLimits } from './stream-limits';
 
 export const MCP_PATH = '/conversations/:conversationId/mcp';
 export const METADATA_PATH = '/.well-known/oauth-protected-resource/conversations/:conversationId/mcp';
 
+export interface McpRouterOptions {
+  /** Open notification streams (listen + 2025 GET) of this replica at most; beyond it 503. Default 1000. */
+  maxStreams?: number;
+  /** Open notification streams one principal may hold on this replica; beyond it 429. Default: config. */
+  maxStreamsPerPrincipal?: number;
+  /** SSE keep-alive comment interval on long-lived streams. Default 15 s. */
+  keepAliveMs?: number;
+}
+
 export interface McpRouter extends Router {
-  /** Closes every session (and its SSE streams); later requests get "session not found". */
+  /** Ends every open stream and stops the event bus; later requests get 503. */
   close(): Promise<void>;
-  /** Open sessions (for tests and metrics). */
-  readonly sessionCount: number;
+  /** Open notification streams of this replica (for tests and metrics). */
+  readonly streamCount: number;
+  /** The change-event bus (tests wait on `bus.ready()` before publishing from another replica). */
+  readonly bus: McpEventBus;
+}
+
+/** What the factory needs of the HTTP request; travels as the SDK's pass-through authInfo. */
+interface McpCaller {
+  principal: Principal;
+  conversationId: string;
+  requestId: string;
 }
 
 // Routers by the Services they were built for, so the entry file can close them knowing only `services`.
 const routers = new WeakMap<Services, Set<McpRouter>>();
 
-/** JSON-RPC error body, as the SDK's transport itself answers transport-level errors. */
+const DEFAULT_MAX_STREAMS = 1000;
+// Proxies commonly drop a connection idle for 30 to 60 s; a comment every 15 s keeps listen streams open.
+const DEFAULT_KEEP_ALIVE_MS = 15_000;
+
+/** A JSON-RPC error response without id, as the SDK answers transport-level errors. */
 function rpcError(res: Response, status: number, code: number, message: string): void {
   res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
 }
 
-export function mcpRouter(services: Services, options: McpSessionOptions = {}): McpRouter {
+export function mcpRouter(services: Services, options: McpRouterOptions = {}): McpRouter {
   const log = services.logger.child({ component: 'mcp' });
   const errorHandler = httpErrorHandler(services.logger);
-  const sessions = createMcpSessions(services, {
-    maxSessionsPerPrincipal: services.config.mcpMaxSessionsPerPrincipal,
-    ...options,
-  });
+  const keepAliveMs = options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
+  const limits = new StreamLimits(
+    options.maxStreams ?? DEFAULT_MAX_STREAMS,
+    options.maxStreamsPerPrincipal ?? services.config.mcpMaxStreamsPerPrincipal,
+  );
+  const bus = createMcpEventBus(services.db, log);
+  const registry = services.catalog.registry;
+  const onToolsChanged = (): void => bus.publish({ kind: 'tools_list_changed' });
+  registry.on('change', onToolsChanged);
 
-  async function initialize(req: Request, res: Response, conversationId: string, principal: Principal): Promise<void> {
-    const refusal = sessions.refusal(principal);
-    if (refusal === 'closing') return rpcError(res, 503, -32000, 'The server is shutting down');
-    if (refusal === 'full') return sendProblem(res, 'unavailable', 'Too many open MCP sessions; retry later');
-    if (refusal === 'principal-full') {
-      return sendProblem(
-        res,
-        'rate_limited',
-        `This principal holds ${services.config.mcpMaxSessionsPerPrincipal} open MCP sessions (MCP_MAX_SESSIONS_PER_PRINCIPAL); end one (DELETE) before opening another`,
-      );
-    }
-    await sessions.open(conversationId, principal, req, res, req.body);
-  }
+  const handler: McpHttpHandler = createMcpHandler(
+    (ctx) => {
+      const { principal, conversationId, requestId } = ctx.authInfo?.extra as unknown as McpCaller;
+      return createConversationServer(services, conversationId, principal, requestId);
+    },
+    {
+      bus,
+      // Bounded here per principal and in all (StreamLimits); the SDK's own cap is a backstop.
+      maxSubscriptions: (options.maxStreams ?? DEFAULT_MAX_STREAMS) + 1,
+      keepAliveMs,
+      onerror: (err) => log.debug({ err }, 'MCP request refused or failed'),
+    },
+  );
+  const node = toNodeHandler(handler, {
+    maxRequestBodySize: services.config.bodyLimit,
+    onerror: (err) => log.error({ err }, 'MCP handler failed'),
+  });
+  let closed = false;
 
   async function handle(req: Request, res: Response): Promise<void> {
     const conversationId = req.params.conversationId;
@@ -70,18 +125,41 @@ export function mcpRouter(services: Services, options: McpSessionOptions = {}): 
     if (await services.access.checkOrCreate(principal, conversationId, 'negotiate', 'use the MCP endpoint')) {
       await services.audit.changed(principal, 'conversation.created', conversationId, req.id ?? '-');
     }
-    const header = req.headers['mcp-session-id'];
-    const sessionId = Array.isArray(header) ? header[0] : header;
-    if (sessionId === undefined || sessionId === '') {
-      if (req.method === 'POST' && isInitializeRequest(req.body))
-        return initialize(req, res, conversationId, principal);
-      return rpcError(res, 400, -32000, 'Bad Request: no valid mcp-session-id; send an initialize request first');
+    if (closed) return rpcError(res, 503, -32000, 'The server is shutting down');
+    const caller: McpCaller = { principal, conversationId, requestId: req.id ?? '-' };
+    (req as { auth?: AuthInfo }).auth = {
+      token: '',
+      clientId: principalKey(principal),
+      scopes: [],
+      extra: caller as unknown as Record<string, unknown>,
+    };
+
+    const body = req.body as { method?: unknown } | undefined;
+    const streaming = req.method === 'GET' || (req.method === 'POST' && body?.method === 'subscriptions/listen');
+    if (!streaming) return node(req, res, req.body);
+
+    const refusal = limits.refusal(principal);
+    if (refusal === 'full') return sendProblem(res, 'unavailable', 'Too many open MCP streams; retry later');
+    if (refusal === 'principal-full') {
+      return sendProblem(
+        res,
+        'rate_limited',
+        `This principal holds ${limits.perPrincipal} open MCP notification streams (MCP_MAX_STREAMS_PER_PRINCIPAL); close one before opening another`,
+      );
     }
-    const transport = sessions.find(sessionId, conversationId, principal);
-    if (!transport) return rpcError(res, 404, -32001, 'Session not found');
-    // The request id (given or made) as the tool calls see it (extra.authInfo): the audit records it.
-    (req as { auth?: AuthInfo }).auth = { token: '', clientId: '', scopes: [], extra: { requestId: req.id } };
-    await transport.handleRequest(req, res, req.body);
+    if (req.method === 'GET') {
+      res.once(
+        'close',
+        limits.hold(principal, () => res.end()),
+      );
+      return serveLegacyStream(req, res, bus, keepAliveMs, log);
+    }
+    // A listen stream is the SDK's to end (handler.close() answers it with its graceful completion first).
+    res.once(
+      'close',
+      limits.hold(principal, () => undefined),
+    );
+    return node(req, res, req.body);
   }
 
   const router = Router() as McpRouter;
@@ -118,10 +196,16 @@ export function mcpRouter(services: Services, options: McpSessionOptions = {}): 
   router.delete(MCP_PATH, endpoint);
 
   router.close = async () => {
-    await sessions.closeAll();
+    if (closed) return;
+    closed = true;
+    registry.off('change', onToolsChanged);
+    await handler.close();
+    limits.closeAll();
+    await bus.close();
     routers.get(services)?.delete(router);
   };
-  Object.defineProperty(router, 'sessionCount', { get: () => sessions.size });
+  Object.defineProperty(router, 'streamCount', { get: () => limits.size });
+  Object.defineProperty(router, 'bus', { value: bus });
 
   let set = routers.get(services);
   if (!set) routers.set(services, (set = new Set()));
@@ -130,12 +214,43 @@ export function mcpRouter(services: Services, options: McpSessionOptions = {}): 
 }
 
 /**
- * Closes every MCP session of the app built with these services: call it on
- * shutdown before (or together with) `server.close()`, since an open GET
- * stream would otherwise hold its connection until the grace period ends.
+ * A body express could not take (the app parses JSON before routing): the
+ * JSON-RPC error a Streamable HTTP client understands, instead of the REST
+ * endpoints' problem+json. Bodies of other media types are not parsed by
+ * express at all; the SDK answers those with 415. Mount it on the app at
+ * MCP_PATH, after the router: express skips routers while an error is pending.
+ */
+export const mcpBodyErrors: ErrorRequestHandler = (err: unknown, _req, res, next) => {
+  if (res.headersSent) return next(err);
+  const type = (err as { type?: unknown }).type;
+  if (type === 'entity.parse.failed')
+    return rpcError(res, 400, -32700, 'Parse error: the request body is not valid JSON');
+  if (type === 'entity.too.large') return rpcError(res, 413, -32600, 'Invalid Request: the request body is too large');
+  if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
+    return rpcError(res, 415, -32000, 'Unsupported Media Type: the body must be UTF-8 JSON');
+  }
+  if (err instanceof AppError && err.code === 'validation_failed') {
+    // checkJsonBody: what the database cannot store (NUL, lone surrogates, __proto__ keys, deep nesting).
+    return rpcError(res, 400, -32602, `Invalid params: ${err.message}`);
+  }
+  return next(err);
+};
+
+/**
+ * Closes the MCP endpoints of the app built with these services: open
+ * notification streams end (listen streams with their graceful completion),
+ * the event bus stops. Call it on shutdown before (or together with)
+ * `server.close()`, since an open stream would otherwise hold its connection
+ * until the grace period ends.
  */
 export async function closeMcpSessions(services: Services): Promise<void> {
   const set = routers.get(services);
   if (!set) return;
   await Promise.all([...set].map((r) => r.close()));
+}
+
+/** The open MCP router of the app built with these services (tests and metrics read its stream count). */
+export function mcpRouterOf(services: Services): McpRouter | undefined {
+  const set = routers.get(services);
+  return set ? [...set][0] : undefined;
 }

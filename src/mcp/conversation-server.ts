@@ -1,25 +1,28 @@
 /**
- * One MCP server (the SDK's low-level Server) bound to one conversation.
+ * One MCP server (the SDK v2's low-level Server) bound to one conversation
+ * and one caller, built afresh for every HTTP request (conversation-mcp.ts):
+ * it holds nothing between requests, so any replica answers any request.
  * Tools are the conversation's actions; every tools/call goes through
- * `manager.negotiate`, the one path for routing, permissions, policy and
- * transactions. Resources are the conversation's shared context, read-only.
+ * `manager.negotiate`, the one path for routing, permissions, policy,
+ * approvals, audit and transactions. Resources are the conversation's shared
+ * context, read-only.
  */
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import {
-  CallToolRequestSchema,
   type CallToolResult,
-  ErrorCode,
-  ListResourceTemplatesRequestSchema,
-  ListResourcesRequestSchema,
-  ListToolsRequestSchema,
-  McpError,
-  ReadResourceRequestSchema,
-} from '@modelcontextprotocol/sdk/types.js';
+  fromJsonSchema,
+  type JsonSchemaType,
+  ProtocolError,
+  ProtocolErrorCode,
+  ResourceNotFoundError,
+  Server,
+} from '@modelcontextprotocol/server';
 import type { NegotiationResult } from '../core/negotiation';
 import type { Principal } from '../core/principal';
 import { isValidId } from '../core/resource-names';
 import { isSpecialAction } from '../core/special-actions';
 import type { Resource } from '../core/tool-interface';
+import type { LoadedAction } from '../core/tool-module';
+import type { ToolSet } from '../core/tool-registry';
 import { isDatabaseUnavailable } from '../db/database';
 import type { Services } from '../services';
 import { mcpToolDefinitions } from './tool-definitions';
@@ -27,8 +30,15 @@ import { mcpToolDefinitions } from './tool-definitions';
 export const SERVER_NAME = 'tool-orchestrator';
 export const SERVER_VERSION = '0.1.0';
 
-/** MCP's "resource not found" (not in the SDK's ErrorCode enum). */
-export const RESOURCE_NOT_FOUND = -32002;
+/**
+ * How long a client may keep a tools/list or resources/* result (the 2026-07-28
+ * caching hints). Short, because the list also follows the conversation's
+ * policy and permissions, which change over REST without a notification; a
+ * tool-set change is announced on the notification streams besides.
+ */
+export const LIST_TTL_MS = 10_000;
+/** Results depend on the caller (policy, agent key's maxLevel): never shared between callers. */
+const CACHE = { ttlMs: LIST_TTL_MS, cacheScope: 'private' as const };
 
 const MIME = 'application/json';
 const RESOURCES_PAGE = 500;
@@ -84,6 +94,29 @@ export function toolResult(result: NegotiationResult): CallToolResult {
   };
 }
 
+/** Validators of declared output schemas, per loaded action (a reload makes new actions, so none goes stale). */
+const outputValidators = new WeakMap<LoadedAction, ReturnType<typeof fromJsonSchema>>();
+
+/**
+ * Why a successful output does not conform to its action's declared
+ * `outputSchema`, or undefined when it does (or none is declared). A client
+ * validates `structuredContent` against the listed schema, so a result
+ * handed out must conform.
+ */
+async function outputIssue(set: ToolSet, result: NegotiationResult): Promise<string | undefined> {
+  if (!result.success || !result.routing) return undefined;
+  const { tool, action } = result.routing;
+  const loaded = set.byName.get(tool)?.actions.find((a) => a.name === action);
+  if (!loaded?.outputSchema) return undefined;
+  let validator = outputValidators.get(loaded);
+  if (!validator) outputValidators.set(loaded, (validator = fromJsonSchema(loaded.outputSchema as JsonSchemaType)));
+  const checked = await validator['~standard'].validate(result.output);
+  if (!checked.issues) return undefined;
+  const first = checked.issues[0];
+  const path = (first?.path ?? []).map((p) => (typeof p === 'object' ? String(p.key) : String(p))).join('.');
+  return `${tool}/${action} returned output that does not match its outputSchema${path ? ` at ${path}` : ''}: ${first?.message ?? 'invalid'}`;
+}
+
 /** `_meta.approvalId`: undefined when absent, null when it is not an id. */
 function approvalIdOf(meta: Record<string, unknown> | undefined): string | undefined | null {
   const id = meta?.approvalId;
@@ -95,20 +128,28 @@ function refused(text: string): CallToolResult {
   return { isError: true, content: [{ type: 'text', text }] };
 }
 
-/** The MCP server of one conversation for one principal (sessions are bound to the principal that opened them). */
-export function createConversationServer(services: Services, conversationId: string, principal: Principal): Server {
+/**
+ * The MCP server of one conversation for one principal, for one HTTP request
+ * (`requestId`, its X-Request-Id, is what the audit records for a call).
+ */
+export function createConversationServer(
+  services: Services,
+  conversationId: string,
+  principal: Principal,
+  requestId: string,
+): Server {
   const { manager, catalog, stores, resources, logger } = services;
   const log = logger.child({ component: 'mcp', conversationId });
 
   /** Database trouble becomes a JSON-RPC error with a safe message; nothing else leaks either. */
-  function internal(err: unknown, what: string): McpError {
-    if (err instanceof McpError) return err;
+  function internal(err: unknown, what: string): ProtocolError {
+    if (err instanceof ProtocolError) return err;
     if (isDatabaseUnavailable(err)) {
       log.warn({ err }, `database unavailable during ${what}`);
-      return new McpError(ErrorCode.InternalError, 'The database is unavailable; retry later');
+      return new ProtocolError(ProtocolErrorCode.InternalError, 'The database is unavailable; retry later');
     }
     log.error({ err }, `${what} failed`);
-    return new McpError(ErrorCode.InternalError, 'Internal server error');
+    return new ProtocolError(ProtocolErrorCode.InternalError, 'Internal server error');
   }
 
   const server = new Server(
@@ -122,17 +163,17 @@ export function createConversationServer(services: Services, conversationId: str
     },
   );
 
-  server.setRequestHandler(ListToolsRequestSchema, async () => {
+  server.setRequestHandler('tools/list', async () => {
     try {
       const set = catalog.snapshot().set;
       const { policy } = await stores.decisions.load(conversationId, '', undefined);
-      return { tools: mcpToolDefinitions(set, policy, principal.maxLevel) };
+      return { tools: mcpToolDefinitions(set, policy, principal.maxLevel), ...CACHE };
     } catch (err) {
       throw internal(err, 'tools/list');
     }
   });
 
-  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+  server.setRequestHandler('tools/call', async (request) => {
     const { name, arguments: args } = request.params;
     // A retry under an approval names it in the request's _meta (the args stay the action's own).
     const approvalId = approvalIdOf(request.params._meta);
@@ -143,23 +184,27 @@ export function createConversationServer(services: Services, conversationId: str
       );
     }
     try {
-      const given = extra.authInfo?.extra?.requestId;
-      const requestId = typeof given === 'string' ? given : `mcp:${String(extra.requestId)}`;
       const result = await manager.negotiate(
         principal,
         conversationId,
         { action: name, args: args ?? {}, ...(approvalId !== undefined ? { approvalId } : {}) },
         { meta: { requestId } },
       );
+      const issue = await outputIssue(catalog.snapshot().set, result);
+      if (issue) {
+        log.error({ tool: result.routing?.tool, action: result.routing?.action }, issue);
+        return { isError: true, content: [{ type: 'text', text: issue }], structuredContent: { code: 'tool_error' } };
+      }
       return toolResult(result);
     } catch (err) {
       throw internal(err, 'tools/call');
     }
   });
 
-  server.setRequestHandler(ListResourcesRequestSchema, async (request) => {
+  server.setRequestHandler('resources/list', async (request) => {
     const cursor = request.params?.cursor;
-    if (cursor !== undefined && !isValidId(cursor)) throw new McpError(ErrorCode.InvalidParams, 'Invalid cursor');
+    if (cursor !== undefined && !isValidId(cursor))
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
     let page: Resource[];
     try {
       page = await resources.list(conversationId, { after: cursor, limit: RESOURCES_PAGE + 1 });
@@ -177,10 +222,11 @@ export function createConversationServer(services: Services, conversationId: str
         mimeType: MIME,
       })),
       ...(more ? { nextCursor: shown[shown.length - 1]!.name } : {}),
+      ...CACHE,
     };
   });
 
-  server.setRequestHandler(ListResourceTemplatesRequestSchema, async () => ({
+  server.setRequestHandler('resources/templates/list', () => ({
     resourceTemplates: [
       {
         uriTemplate: `context://${conversationId}/{name}`,
@@ -189,20 +235,27 @@ export function createConversationServer(services: Services, conversationId: str
         mimeType: MIME,
       },
     ],
+    ...CACHE,
   }));
 
-  server.setRequestHandler(ReadResourceRequestSchema, async (request) => {
+  server.setRequestHandler('resources/read', async (request) => {
     const { uri } = request.params;
     const parsed = parseResourceUri(uri);
     if (!parsed) {
-      throw new McpError(ErrorCode.InvalidParams, 'Invalid resource URI: expected context://CONVERSATION/NAME', {
-        uri,
-      });
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        'Invalid resource URI: expected context://CONVERSATION/NAME',
+        { uri },
+      );
     }
     if (parsed.conversationId !== conversationId) {
-      throw new McpError(ErrorCode.InvalidParams, 'The resource URI names another conversation than this session', {
-        uri,
-      });
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        'The resource URI names another conversation than this endpoint',
+        {
+          uri,
+        },
+      );
     }
     let resource: Resource | undefined;
     try {
@@ -210,8 +263,10 @@ export function createConversationServer(services: Services, conversationId: str
     } catch (err) {
       throw internal(err, 'resources/read');
     }
-    if (!resource) throw new McpError(RESOURCE_NOT_FOUND, `Resource not found: ${parsed.name}`, { uri });
-    return { contents: [{ uri, mimeType: MIME, text: JSON.stringify(resource) }] };
+    // -32602 with the URI in data, as the 2026-07-28 revision has it (2025's -32002 is gone).
+    if (!resource) throw new ResourceNotFoundError(uri);
+    // Fresh for a short while only: the resource may be written over REST at any time.
+    return { contents: [{ uri, mimeType: MIME, text: JSON.stringify(resource) }], ttlMs: 0, cacheScope: 'private' };
   });
 
   return server;

@@ -3,9 +3,9 @@
  * "Identity and access"), over a real port with the official SDK client: the
  * 401 challenge points at the RFC 9728 metadata, which anyone may read; a
  * foreign Origin is refused; the conversation's agent key, its owner and an
- * admin may initialize and list tools, another user finds nothing; a session
- * belongs to the principal that opened it; one principal holds at most
- * MCP_MAX_SESSIONS_PER_PRINCIPAL sessions.
+ * admin may initialize and list tools, another user finds nothing; with no
+ * sessions every request is judged by its own credentials; one principal
+ * holds at most MCP_MAX_STREAMS_PER_PRINCIPAL open notification streams.
  */
 import type { Server } from 'node:http';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
@@ -25,6 +25,7 @@ import {
 } from '../support/identity';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { closeMcpSessions } from '../../src/mcp/conversation-mcp';
+import { waitFor } from '../support/poll';
 
 let t: TestApp;
 let server: Server | undefined;
@@ -36,7 +37,7 @@ let agent: MintedKey;
 let open: McpConnection[] = [];
 
 beforeAll(async () => {
-  t = await createTestApp({ MCP_MAX_SESSIONS_PER_PRINCIPAL: '2' });
+  t = await createTestApp({ MCP_MAX_STREAMS_PER_PRINCIPAL: '2' });
   ({ server, base } = await listen(t.app));
   alice = await mintKey(base, 'user', 'alice');
   bob = await mintKey(base, 'user', 'bob');
@@ -143,56 +144,51 @@ describe('who may use a conversation’s MCP server', () => {
     expect(await res.json()).toEqual(expect.objectContaining({ code: 'forbidden' }));
     const own = await post(id, INITIALIZE, { ...auth(alice.token), origin: base });
     expect(own.status).toBe(200);
-    const session = own.headers.get('mcp-session-id');
+    expect(own.headers.get('mcp-session-id')).toBeNull();
     await own.arrayBuffer();
-    if (session) {
-      await fetch(`${base}${mcpPath(id)}`, {
-        method: 'DELETE',
-        headers: { ...auth(alice.token), 'mcp-session-id': session },
-      });
-    }
   });
 });
 
-describe('sessions', () => {
-  it('a session opened by one principal is not usable by another', async () => {
-    const { transport } = await connect(id, alice.token);
-    const sessionId = transport.sessionId!;
-    expect(sessionId).toBeTruthy();
-    const list = { jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} };
-    const headers = { 'mcp-session-id': sessionId, 'mcp-protocol-version': transport.protocolVersion! };
+/** A 2025-era GET notification stream, open until `close`. */
+async function openStream(conversationId: string, token: string): Promise<{ status: number; close(): void }> {
+  const abort = new AbortController();
+  const res = await fetch(`${base}${mcpPath(conversationId)}`, {
+    headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', ...auth(token) },
+    signal: abort.signal,
+  });
+  if (res.status !== 200) await res.arrayBuffer();
+  return { status: res.status, close: () => abort.abort() };
+}
 
-    for (const token of [TEST_ADMIN_TOKEN, agent.token]) {
-      const res = await post(id, list, { ...headers, ...auth(token) });
-      expect(res.status).toBe(404);
-      await res.arrayBuffer();
-    }
+describe('no sessions: every request is judged by its own credentials', () => {
+  it('what one principal could do says nothing about the next request: another principal is judged as itself', async () => {
+    const { client } = await connect(id, alice.token);
+    expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+    const list = { jsonrpc: '2.0', id: 7, method: 'tools/list', params: {} };
+    const headers = { 'mcp-protocol-version': '2025-11-25' };
     const stranger = await post(id, list, { ...headers, ...auth(bob.token) });
     expect(stranger.status).toBe(404);
-    await stranger.arrayBuffer();
+    expect(await stranger.json()).toEqual(expect.objectContaining({ code: 'not_found' }));
     const anon = await post(id, list, headers);
     expect(anon.status).toBe(401);
     await anon.arrayBuffer();
-    // Its owner still uses it.
-    const mine = await post(id, list, { ...headers, ...auth(alice.token) });
-    expect(mine.status).toBe(200);
-    expect(await mine.text()).toContain('example-tool_greet');
+    for (const token of [TEST_ADMIN_TOKEN, agent.token, alice.token]) {
+      const res = await post(id, list, { ...headers, ...auth(token) });
+      expect(res.status).toBe(200);
+      expect(await res.text()).toContain('example-tool_greet');
+    }
   });
 
-  it('an open session is no use once its key is revoked: the next request is 401', async () => {
+  it('a connected client is no use once its key is revoked: the next request is 401', async () => {
     const key = await mintAgentKey(base, alice.token, id);
-    const { client, transport } = await connect(id, key.token);
+    const { client } = await connect(id, key.token);
     expect((await client.listTools()).tools.length).toBeGreaterThan(0);
     const revoked = await fetch(`${base}/keys/${key.id}`, { method: 'DELETE', headers: auth(alice.token) });
     expect(revoked.status).toBe(204);
     const res = await post(
       id,
       { jsonrpc: '2.0', id: 9, method: 'tools/list', params: {} },
-      {
-        ...auth(key.token),
-        'mcp-session-id': transport.sessionId!,
-        'mcp-protocol-version': transport.protocolVersion!,
-      },
+      { ...auth(key.token), 'mcp-protocol-version': '2025-11-25' },
     );
     expect(res.status).toBe(401);
     expect(res.headers.get('www-authenticate')).toContain('resource_metadata=');
@@ -200,27 +196,54 @@ describe('sessions', () => {
     await expect(client.listTools()).rejects.toThrow();
   });
 
-  it('one principal holds at most MCP_MAX_SESSIONS_PER_PRINCIPAL sessions; another can still open', async () => {
+  it('one principal holds at most MCP_MAX_STREAMS_PER_PRINCIPAL notification streams; another can still open', async () => {
     const dora = await mintKey(base, 'user', 'dora');
     const mine = uniqueId('mcp-cap');
     await createConversation(base, dora.token, mine);
-    await connect(mine, dora.token);
-    const second = await connect(mine, dora.token);
-    const third = await post(mine, INITIALIZE, auth(dora.token));
-    expect(third.status).toBe(429);
-    expect(third.headers.get('content-type')).toMatch(/^application\/problem\+json/);
-    expect(await third.json()).toEqual(expect.objectContaining({ code: 'rate_limited' }));
-    await expect(mcpConnect(base, mine, dora.token)).rejects.toThrow();
+    const first = await openStream(mine, dora.token);
+    const second = await openStream(mine, dora.token);
+    try {
+      expect([first.status, second.status]).toEqual([200, 200]);
+      const third = await openStream(mine, dora.token);
+      expect(third.status).toBe(429);
+      const listen = await post(
+        mine,
+        {
+          jsonrpc: '2.0',
+          id: 3,
+          method: 'subscriptions/listen',
+          params: {
+            notifications: { toolsListChanged: true },
+            _meta: {
+              'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+              'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+              'io.modelcontextprotocol/clientCapabilities': {},
+            },
+          },
+        },
+        { ...auth(dora.token), 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen' },
+      );
+      expect(listen.status).toBe(429);
+      expect(listen.headers.get('content-type')).toMatch(/^application\/problem\+json/);
+      expect(await listen.json()).toEqual(expect.objectContaining({ code: 'rate_limited' }));
+      // Requests other than streams are not limited by it.
+      const { client } = await connect(mine, dora.token);
+      expect((await client.listTools()).tools.length).toBeGreaterThan(0);
 
-    // Another principal in the same conversation is not affected.
-    const agentOfDora = await mintAgentKey(base, dora.token, mine);
-    const other = await connect(mine, agentOfDora.token);
-    expect((await other.client.listTools()).tools.length).toBeGreaterThan(0);
-    await connect(mine, TEST_ADMIN_TOKEN);
-
-    // Ending a session frees its place.
-    await second.close();
-    open = open.filter((c) => c !== second);
-    await connect(mine, dora.token);
+      // Another principal in the same conversation is not affected.
+      const agentOfDora = await mintAgentKey(base, dora.token, mine);
+      const other = await openStream(mine, agentOfDora.token);
+      expect(other.status).toBe(200);
+      other.close();
+    } finally {
+      second.close();
+    }
+    // Closing a stream frees its place (the server sees the close a moment later).
+    await waitFor('a freed stream place', async () => {
+      const again = await openStream(mine, dora.token);
+      again.close();
+      return again.status === 200;
+    });
+    first.close();
   });
 });

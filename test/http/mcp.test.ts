@@ -1,9 +1,12 @@
 /**
- * /conversations/{id}/mcp, checked with the official SDK's own client over a
- * real listening server (API.md, "LLM and MCP interop"): initialize, tools
- * (list, call through negotiate, permission upgrade, policy, invalid args,
- * special actions refused), resources, tools/list_changed after a hot
- * reload, and session handling. Waits on events, never on timers.
+ * /conversations/{id}/mcp for 2025-era clients, checked with the official v1
+ * SDK client (1.32.x, protocol 2025-11-25) over a real listening server
+ * (API.md, "LLM and MCP interop"): initialize, tools (list, call through
+ * negotiate, permission upgrade, policy, invalid args, special actions
+ * refused), resources, tools/list_changed on the GET stream after a hot
+ * reload, and stateless serving (no sessions). The 2026-07-28 era is in
+ * mcp-2026.test.ts, several replicas in mcp-replicas.test.ts. Waits on
+ * events, never on timers.
  */
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
@@ -18,7 +21,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { bearer, request } from '../support/auth';
 import { ENV_ADMIN } from '../../src/auth/authenticator';
-import { closeMcpSessions } from '../../src/mcp/conversation-mcp';
+import { closeMcpSessions, mcpRouterOf } from '../../src/mcp/conversation-mcp';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { type ScratchDir, scratchDir } from '../support/scratch-dir';
 import { uniqueId } from '../support/ids';
@@ -130,7 +133,8 @@ function raw(method: string, conversationId: string, sessionId?: string, body?: 
 describe('initialize and tools/list', () => {
   it('negotiates the protocol version and announces tools (listChanged) and resources', async () => {
     const { client, transport } = await connect(uniqueId('mcp-init'));
-    expect(transport.sessionId).toMatch(/^[0-9a-f-]{36}$/);
+    // Stateless: no session to stick to.
+    expect(transport.sessionId).toBeUndefined();
     // The SDK client asks for its latest version; the server accepts it.
     expect(transport.protocolVersion).toBe(LATEST_PROTOCOL_VERSION);
     expect(transport.protocolVersion).toBe('2025-11-25');
@@ -365,7 +369,9 @@ describe('resources', () => {
 
     const missing = await failure(`context://${id}/nothing-here`);
     expect(missing).toBeInstanceOf(McpError);
-    expect((missing as McpError).code).toBe(-32002);
+    // -32602 with the URI, as 2026-07-28 has it (the SDK v2 answers both eras so).
+    expect((missing as McpError).code).toBe(ErrorCode.InvalidParams);
+    expect((missing as McpError).message).toContain('Resource not found');
 
     const foreign = await failure(`context://${otherId}/secret`);
     expect(foreign).toBeInstanceOf(McpError);
@@ -403,7 +409,7 @@ describe('tools/list_changed', () => {
   });
 });
 
-describe('sessions', () => {
+describe('stateless serving', () => {
   it('rejects a malformed conversation id with problem+json 400', async () => {
     const res = await raw('POST', 'bad%20id', undefined, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
     expect(res.status).toBe(400);
@@ -411,39 +417,46 @@ describe('sessions', () => {
     expect(await res.json()).toEqual(expect.objectContaining({ code: 'validation_failed' }));
   });
 
-  it('needs an initialize request first, and does not know made-up sessions', async () => {
-    const id = uniqueId('mcp-sess');
-    const noSession = await raw('POST', id, undefined, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
-    expect(noSession.status).toBe(400);
-    const unknown = await raw('POST', id, '00000000-0000-4000-8000-000000000000', {
-      jsonrpc: '2.0',
-      id: 1,
-      method: 'tools/list',
+  it('answers a 2025 request without initialize or session: nothing is remembered between requests', async () => {
+    const id = uniqueId('mcp-nosession');
+    const res = await raw('POST', id, undefined, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
+    expect(res.status).toBe(200);
+    expect(res.headers.get('mcp-session-id')).toBeNull();
+    expect(await res.text()).toContain('example-tool_greet');
+  });
+
+  it('a client keeps working across the server forgetting everything: a second app on the same database answers it', async () => {
+    const id = uniqueId('mcp-any-replica');
+    const { client } = await connect(id);
+    const replica = await createTestApp({}, { replicaOf: t });
+    const { server: replicaServer, base: replicaBase } = await serve(replica);
+    try {
+      // The same client, its next requests sent to the other instance.
+      const other = await connect(id, replicaBase);
+      expect((await call(other.client, 'calculator_add', { a: 1, b: 2 })).structuredContent).toEqual({ result: 3 });
+      expect((await call(client, 'calculator_add', { a: 2, b: 2 })).structuredContent).toEqual({ result: 4 });
+    } finally {
+      await stop(replica, replicaServer);
+      await replica.close();
+    }
+  });
+
+  it('DELETE (2025 session termination) is 405: there is no session to end', async () => {
+    const res = await raw('DELETE', uniqueId('mcp-delete'));
+    expect(res.status).toBe(405);
+    await res.text();
+  });
+
+  it('the GET stream needs Accept: text/event-stream, and is no 2026-07-28 method', async () => {
+    const id = uniqueId('mcp-get');
+    const plain = await fetch(mcpUrl(id), { headers: { accept: 'application/json', ...bearer() } });
+    expect(plain.status).toBe(406);
+    expect(await plain.json()).toEqual(expect.objectContaining({ jsonrpc: '2.0' }));
+    const modern = await fetch(mcpUrl(id), {
+      headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2026-07-28', ...bearer() },
     });
-    expect(unknown.status).toBe(404);
-    expect(await unknown.json()).toEqual(expect.objectContaining({ error: expect.objectContaining({ code: -32001 }) }));
-  });
-
-  it('binds a session to its conversation: the same session id under another conversation is not found', async () => {
-    const id = uniqueId('mcp-bound');
-    const { transport } = await connect(id);
-    const sessionId = transport.sessionId!;
-    const body = { jsonrpc: '2.0', id: 7, method: 'tools/list' };
-    const elsewhere = await raw('POST', uniqueId('mcp-other'), sessionId, body);
-    expect(elsewhere.status).toBe(404);
-    const home = await raw('POST', id, sessionId, body);
-    expect(home.status).toBe(200);
-    await home.text();
-  });
-
-  it('DELETE ends the session', async () => {
-    const id = uniqueId('mcp-delete');
-    const c = await connect(id);
-    const sessionId = c.transport.sessionId!;
-    await c.transport.terminateSession();
-    const after = await raw('POST', id, sessionId, { jsonrpc: '2.0', id: 1, method: 'tools/list' });
-    expect(after.status).toBe(404);
-    await after.text();
+    expect(modern.status).toBe(405);
+    await modern.text();
   });
 });
 
@@ -451,7 +464,7 @@ describe('sessions', () => {
 describe('shutdown', () => {
   // On an app of its own: after closeMcpSessions the app accepts no MCP session,
   // so on the shared one every later test would depend on this one running last.
-  it('closeMcpSessions ends every session and its open GET stream', async () => {
+  it('closeMcpSessions ends every open GET stream; later requests get 503', async () => {
     const own = await createTestApp();
     const { server: ownServer, base: at } = await serve(own);
     try {
@@ -459,25 +472,18 @@ describe('shutdown', () => {
       const a = await connect(id, at);
       const b = await connect(uniqueId('mcp-shutdown-b'), at);
       await Promise.all([a.sseOpen, b.sseOpen]);
-      const sessionId = a.transport.sessionId!;
+      const router = mcpRouterOf(own.services);
+      expect(router?.streamCount).toBe(2);
 
       await closeMcpSessions(own.services);
+      expect(router?.streamCount).toBe(0);
 
-      const after = await raw('POST', id, sessionId, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, at);
-      expect(after.status).toBe(404);
+      const after = await raw('POST', id, undefined, { jsonrpc: '2.0', id: 1, method: 'tools/list' }, at);
+      expect(after.status).toBe(503);
       await after.text();
-      const initialize = {
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: { protocolVersion: LATEST_PROTOCOL_VERSION, capabilities: {}, clientInfo: { name: 'x', version: '1' } },
-      };
-      const fresh = await raw('POST', id, undefined, initialize, at);
-      expect(fresh.status).toBe(503);
-      await fresh.text();
       expect(own.registry.listenerCount('change')).toBe(1); // only the catalog's
       // The shared app is untouched.
-      expect((await connect(uniqueId('mcp-still-open'))).transport.sessionId).toBeDefined();
+      expect(await toolNames((await connect(uniqueId('mcp-still-open'))).client)).toContain('calculator_add');
     } finally {
       await stop(own, ownServer);
       await own.close();

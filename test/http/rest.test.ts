@@ -626,6 +626,8 @@ describe('tools', () => {
           'inputSchema',
           'level',
           'name',
+          // Every bundled action declares its output schema (the tool interface's `output`).
+          'outputSchema',
           'providerName',
           'qualifiedName',
         ]);

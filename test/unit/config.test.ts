@@ -93,7 +93,7 @@ describe('identity and access settings', () => {
       rateLimitPerMinute: 1200,
       allowedOrigins: [],
       allowedHosts: undefined,
-      mcpMaxSessionsPerPrincipal: 16,
+      mcpMaxStreamsPerPrincipal: 16,
       trustProxy: 'loopback, linklocal, uniquelocal',
     });
   });

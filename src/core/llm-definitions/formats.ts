@@ -73,6 +73,8 @@ export interface McpToolDefinition {
   name: string;
   description: string;
   inputSchema: ArgsJsonSchema;
+  /** JSON Schema of the output (`type: "object"`), for actions that declare one. */
+  outputSchema?: { [key: string]: unknown };
   annotations: McpToolAnnotations;
 }
 
@@ -214,6 +216,7 @@ const BUILDERS: {
       name: a.providerName,
       description: describe(a, set, siblings(a), 'provider'),
       inputSchema: argsSchema(a),
+      ...(a.outputSchema ? { outputSchema: a.outputSchema } : {}),
       annotations: mcpAnnotations(a),
     })),
   }),

@@ -36,6 +36,7 @@ function toLoadedTool(meta: ToolMeta, host: ToolHost): LoadedTool {
       description: a.description,
       level: a.level,
       inputSchema: a.inputSchema,
+      ...(a.outputSchema ? { outputSchema: a.outputSchema } : {}),
       parseArgs: parseShape,
       run: (args, ctx, stop) => host.call(qualified, a.name, args, ctx, stop),
       checkArgs: (args, stop) => host.check(qualified, a.name, args, stop),

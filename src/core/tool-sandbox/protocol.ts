@@ -15,7 +15,14 @@ export interface ToolMeta {
   name: string;
   version: string;
   description: string;
-  actions: { name: string; description: string; level: Level; inputSchema: Record<string, unknown> }[];
+  actions: {
+    name: string;
+    description: string;
+    level: Level;
+    inputSchema: Record<string, unknown>;
+    /** The declared output schema (the worker checks outputs against it). */
+    outputSchema?: Record<string, unknown>;
+  }[];
 }
 
 /** An error as it crosses the boundary: a ToolError keeps its code, anything else only its text. */

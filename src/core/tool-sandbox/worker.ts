@@ -159,6 +159,7 @@ async function load(file: string): Promise<void> {
     description: a.description,
     level: a.level,
     inputSchema: a.inputSchema,
+    ...(a.outputSchema ? { outputSchema: a.outputSchema } : {}),
   }));
   send({ type: 'loaded', tool: { name: tool.name, version: tool.version, description: tool.description, actions } });
 }
