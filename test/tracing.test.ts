@@ -215,6 +215,26 @@ describe('OpenTelemetry traces over OTLP', () => {
       await holding.close();
     }
   }, 90_000);
+
+  it('stops cleanly (exit 0) on SIGTERM when the collector cannot be reached', async () => {
+    // A port nothing listens on: the shutdown's flush fails; only spans are lost, the stop is still clean.
+    const closed = new Receiver();
+    const unreachable = await closed.listen();
+    await closed.close();
+    const orphan = await startTraced(unreachable, { OTEL_EXPORTER_OTLP_TIMEOUT: '2000' });
+    try {
+      const res = await fetch(`${orphan.server.url}/conversations/${uniqueId('traced-orphan')}/negotiate`, {
+        method: 'POST',
+        headers: { ...bearer(), 'content-type': 'application/json' },
+        body: JSON.stringify({ action: 'calculator/add', args: { a: 1, b: 2 } }),
+      });
+      expect(res.status).toBe(200);
+      orphan.server.child.kill('SIGTERM');
+      expect(await orphan.server.exited).toBe(0);
+    } finally {
+      await orphan.close();
+    }
+  }, 90_000);
 });
 
 describe('without an OTLP endpoint', () => {

@@ -33,8 +33,9 @@ import { Router, type ErrorRequestHandler, type Request, type Response } from 'e
 import { ID_RULE, isValidId } from '../core/resource-names';
 import { AppError, isUnavailable } from '../core/errors';
 import { type Principal, principalKey } from '../core/principal';
+import type { NegotiationResult } from '../core/negotiation';
 import { principalOf } from '../http/authenticate';
-import { errorHandler as httpErrorHandler, sendProblem } from '../http/middleware';
+import { errorHandler as httpErrorHandler, noteNegotiation, sendProblem } from '../http/middleware';
 import type { Services } from '../services';
 import { createConversationServer } from './conversation-server';
 import { createMcpEventBus, type McpEventBus } from './event-bus';
@@ -67,6 +68,8 @@ interface McpCaller {
   principal: Principal;
   conversationId: string;
   requestId: string;
+  /** A tools/call's outcome, for the request's log line (tool, action, outcome). */
+  onNegotiated: (result: NegotiationResult) => void;
 }
 
 // Routers by the Services they were built for, so the entry file can close them knowing only `services`.
@@ -96,8 +99,8 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
 
   const handler: McpHttpHandler = createMcpHandler(
     (ctx) => {
-      const { principal, conversationId, requestId } = ctx.authInfo?.extra as unknown as McpCaller;
-      return createConversationServer(services, conversationId, principal, requestId);
+      const { principal, conversationId, requestId, onNegotiated } = ctx.authInfo?.extra as unknown as McpCaller;
+      return createConversationServer(services, conversationId, principal, requestId, onNegotiated);
     },
     {
       bus,
@@ -126,7 +129,12 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
       await services.audit.changed(principal, 'conversation.created', conversationId, req.id ?? '-');
     }
     if (closed) return rpcError(res, 503, -32000, 'The server is shutting down');
-    const caller: McpCaller = { principal, conversationId, requestId: req.id ?? '-' };
+    const caller: McpCaller = {
+      principal,
+      conversationId,
+      requestId: req.id ?? '-',
+      onNegotiated: (result) => noteNegotiation(req, result),
+    };
     (req as { auth?: AuthInfo }).auth = {
       token: '',
       clientId: principalKey(principal),

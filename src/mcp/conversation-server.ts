@@ -137,6 +137,8 @@ export function createConversationServer(
   conversationId: string,
   principal: Principal,
   requestId: string,
+  /** Told each tools/call's outcome (the request's log line). */
+  onNegotiated?: (result: NegotiationResult) => void,
 ): Server {
   const { manager, catalog, stores, resources, logger } = services;
   const log = logger.child({ component: 'mcp', conversationId });
@@ -190,6 +192,7 @@ export function createConversationServer(
         { action: name, args: args ?? {}, ...(approvalId !== undefined ? { approvalId } : {}) },
         { meta: { requestId } },
       );
+      onNegotiated?.(result);
       const issue = await outputIssue(catalog.snapshot().set, result);
       if (issue) {
         log.error({ tool: result.routing?.tool, action: result.routing?.action }, issue);

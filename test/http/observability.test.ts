@@ -84,8 +84,13 @@ async function negotiate(
   return { status: res.status, body: res.body as Record<string, unknown> };
 }
 
-async function mcpCall(conversationId: string, name: string, args: Record<string, unknown>): Promise<CallToolResult> {
-  const transport = new StreamableHTTPClientTransport(new URL(`${base}/conversations/${conversationId}/mcp`), {
+async function mcpCall(
+  conversationId: string,
+  name: string,
+  args: Record<string, unknown>,
+  at = base,
+): Promise<CallToolResult> {
+  const transport = new StreamableHTTPClientTransport(new URL(`${at}/conversations/${conversationId}/mcp`), {
     requestInit: { headers: bearer() },
   });
   const client = new Client({ name: 'metrics-test-client', version: '1.0.0' });
@@ -234,6 +239,29 @@ describe('request logs', () => {
       expect(all).not.toContain(secret);
       expect(all).not.toContain(TEST_ADMIN_TOKEN);
     } finally {
+      await logged.close();
+    }
+  });
+
+  it('carry them for an MCP tools/call too', async () => {
+    const logged = await createTestApp({}, { replicaOf: t, captureLogs: true });
+    const listening = logged.app.listen(0, '127.0.0.1');
+    await new Promise<void>((resolve) => listening.once('listening', resolve));
+    try {
+      const id = uniqueId('logs-mcp');
+      const at = `http://127.0.0.1:${(listening.address() as AddressInfo).port}`;
+      const secret = uniqueId('secret-arg');
+      expect((await mcpCall(id, 'example-tool_greet', { name: secret }, at)).isError).toBeFalsy();
+      const calls = logged.logs.filter((l) => l.msg === 'request completed' && l.tool !== undefined);
+      expect(calls).toEqual([
+        expect.objectContaining({ tool: 'example-tool', action: 'greet', outcome: 'ok', principal: 'admin:admin' }),
+      ]);
+      expect(String(calls[0]!.url)).toContain(`/conversations/${id}/mcp`);
+      expect(JSON.stringify(logged.logs)).not.toContain(secret);
+    } finally {
+      listening.closeAllConnections();
+      await new Promise((resolve) => listening.close(resolve));
+      await closeMcpSessions(logged.services);
       await logged.close();
     }
   });
