@@ -147,6 +147,13 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     const value = env[key];
     if (value !== undefined && value.trim() !== '') raw[key] = value.trim();
   }
+  // Renamed when MCP became stateless: a deployment still setting it would otherwise be ignored silently.
+  if (env.MCP_MAX_SESSIONS_PER_PRINCIPAL !== undefined && env.MCP_MAX_SESSIONS_PER_PRINCIPAL.trim() !== '') {
+    throw new ConfigError([
+      'MCP_MAX_SESSIONS_PER_PRINCIPAL: no longer read: MCP holds no sessions now; set MCP_MAX_STREAMS_PER_PRINCIPAL ' +
+        '(open notification streams per principal and replica) instead',
+    ]);
+  }
   const parsed = ZConfig.safeParse(raw);
   if (!parsed.success) {
     throw new ConfigError(

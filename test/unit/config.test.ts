@@ -82,6 +82,11 @@ describe('configuration', () => {
       /HTTP_HEADERS_TIMEOUT_MS/,
     );
   });
+
+  it('refuses the MCP session cap of before (renamed), rather than ignoring it', () => {
+    expect(() => loadConfig({ MCP_MAX_SESSIONS_PER_PRINCIPAL: '50' })).toThrow(/MCP_MAX_STREAMS_PER_PRINCIPAL/);
+    expect(loadConfig({ MCP_MAX_STREAMS_PER_PRINCIPAL: '50' }).mcpMaxStreamsPerPrincipal).toBe(50);
+  });
 });
 
 describe('identity and access settings', () => {
