@@ -123,9 +123,25 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
         { path: 'conversationId', message: ID_RULE },
       ]);
     }
+    // Batches were removed in 2025-06-18 (the oldest version served) and are not part of 2026-07-28; the
+    // SDK's legacy transport would still run up to 100 calls of one, all on one request's rate-limit token.
+    if (Array.isArray(req.body)) {
+      return rpcError(
+        res,
+        400,
+        -32600,
+        'Invalid Request: JSON-RPC batches are not supported; send one message per request',
+      );
+    }
     // The conversation's agent keys, its owner and admins; anyone else learns nothing of it.
     const principal = principalOf(req);
-    if (await services.access.checkOrCreate(principal, conversationId, 'negotiate', 'use the MCP endpoint')) {
+    const message = req.body as { jsonrpc?: unknown; method?: unknown } | undefined;
+    // Only a JSON-RPC request creates the conversation on first use (as negotiate does); a stream, a
+    // DELETE or a body the SDK will refuse only checks access.
+    const creates = req.method === 'POST' && message?.jsonrpc === '2.0' && typeof message.method === 'string';
+    if (!creates) {
+      await services.access.check(principal, conversationId, 'negotiate', 'use the MCP endpoint');
+    } else if (await services.access.checkOrCreate(principal, conversationId, 'negotiate', 'use the MCP endpoint')) {
       await services.audit.changed(principal, 'conversation.created', conversationId, req.id ?? '-');
     }
     if (closed) return rpcError(res, 503, -32000, 'The server is shutting down');
@@ -142,8 +158,7 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
       extra: caller as unknown as Record<string, unknown>,
     };
 
-    const body = req.body as { method?: unknown } | undefined;
-    const streaming = req.method === 'GET' || (req.method === 'POST' && body?.method === 'subscriptions/listen');
+    const streaming = req.method === 'GET' || (req.method === 'POST' && message?.method === 'subscriptions/listen');
     if (!streaming) return node(req, res, req.body);
 
     const refusal = limits.refusal(principal);
@@ -236,6 +251,13 @@ export const mcpBodyErrors: ErrorRequestHandler = (err: unknown, _req, res, next
   if (type === 'entity.too.large') return rpcError(res, 413, -32600, 'Invalid Request: the request body is too large');
   if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
     return rpcError(res, 415, -32000, 'Unsupported Media Type: the body must be UTF-8 JSON');
+  }
+  // Not valid UTF-8, or a Content-Encoding that does not decode: not JSON either. (An aborted body has
+  // nobody to answer: the app's handler drops it.)
+  const status = (err as { status?: unknown }).status;
+  const unreadable = typeof status === 'number' && status >= 400 && status < 500 && typeof type === 'string';
+  if (type === 'encoding.invalid' || (unreadable && type !== 'request.aborted')) {
+    return rpcError(res, 400, -32700, 'Parse error: the request body could not be read as UTF-8 JSON');
   }
   if (err instanceof AppError && err.code === 'validation_failed') {
     // checkJsonBody: what the database cannot store (NUL, lone surrogates, __proto__ keys, deep nesting).

@@ -14,6 +14,7 @@ import { closeMcpSessions } from '../../src/mcp/conversation-mcp';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { type ScratchDir, scratchDir } from '../support/scratch-dir';
 import { uniqueId } from '../support/ids';
+import { mintKey } from '../support/identity';
 import { shoutToolModule } from '../support/fixtures';
 
 export const MODERN = '2026-07-28';
@@ -211,6 +212,70 @@ describe('JSON-RPC errors of the revision', () => {
 
   it('malformed JSON is -32700 (400), not problem+json', async () => {
     const res = await post(uniqueId('mcp26-parse'), '{"jsonrpc": "2.0", "id": 1,', { 'mcp-method': 'tools/list' });
+    expect(res.status).toBe(400);
+    expect((await rpc(res)).error?.code).toBe(-32700);
+  });
+
+  it('a batch is -32600 (400) and runs nothing, in either era (one request, one rate-limit token, one message)', async () => {
+    const id = uniqueId('mcp26-batch');
+    await request(t.app).post('/conversations').send({ id }).expect(201);
+    const call = (n: number, modern: boolean): Record<string, unknown> => ({
+      jsonrpc: '2.0',
+      id: n,
+      method: 'tools/call',
+      params: {
+        name: 'data-tool_create-resource',
+        arguments: { name: `b${n}`, data: n },
+        ...(modern ? { _meta: META } : {}),
+      },
+    });
+    const modern = await post(id, [call(1, true), call(2, true)], { 'mcp-method': 'tools/call' });
+    expect(modern.status).toBe(400);
+    expect((await rpc(modern)).error?.code).toBe(-32600);
+    for (const version of ['2025-06-18', '2025-11-25']) {
+      // As a 2025 client sends it: no Mcp-Method header, no per-request _meta.
+      const res = await fetch(mcpUrl(id), {
+        method: 'POST',
+        headers: {
+          ...bearer(),
+          accept: 'application/json, text/event-stream',
+          'content-type': 'application/json',
+          'mcp-protocol-version': version,
+        },
+        body: JSON.stringify([call(3, false), call(4, false)]),
+      });
+      expect(res.status).toBe(400);
+      expect((await rpc(res)).error?.code).toBe(-32600);
+    }
+    expect((await request(t.app).get(`/conversations/${id}/resources`).expect(200)).body.resources).toEqual([]);
+  });
+
+  it('only a JSON-RPC request creates the conversation on first use: a GET, a DELETE or a refused body does not', async () => {
+    const id = uniqueId('mcp26-nocreate');
+    const user = await mintKey(base, 'user', uniqueId('mcp26-user'));
+    const auth = { Authorization: `Bearer ${user.token}` };
+    for (const method of ['GET', 'DELETE']) {
+      const res = await fetch(mcpUrl(id), {
+        method,
+        headers: { ...auth, 'mcp-protocol-version': '2025-11-25', accept: 'text/event-stream' },
+      });
+      expect(res.status).toBe(404);
+      await res.body?.cancel();
+    }
+    // Access is decided before the body: the id is not this user's (yet), so 404 rather than 415.
+    expect((await post(id, 'not json', { ...auth, 'content-type': 'text/plain' })).status).toBe(404);
+    expect((await post(id, '{"jsonrpc":', { ...auth, 'mcp-method': 'tools/list' })).status).toBe(400);
+    await request(t.app).get(`/conversations/${id}`).expect(404);
+    expect((await post(id, list, auth)).status).toBe(200);
+    expect((await request(t.app).get(`/conversations/${id}`).expect(200)).body.owner).toBe(user.subject);
+  });
+
+  it('a body that is not UTF-8 is -32700 (400), not problem+json', async () => {
+    const res = await fetch(mcpUrl(uniqueId('mcp26-utf8')), {
+      method: 'POST',
+      headers: { ...bearer(), 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+      body: Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"method":"'), Buffer.from([0xff]), Buffer.from('"}')]),
+    });
     expect(res.status).toBe(400);
     expect((await rpc(res)).error?.code).toBe(-32700);
   });
