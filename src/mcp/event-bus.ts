@@ -36,6 +36,10 @@ export interface McpEventBus extends ServerEventBus {
   close(): Promise<void>;
 }
 
+/** How often the LISTEN connection proves it is alive, and how long its statement may take. */
+const HEARTBEAT_MS = 30_000;
+const HEARTBEAT_TIMEOUT_MS = 10_000;
+
 const KINDS = new Set<ServerEvent['kind']>([
   'tools_list_changed',
   'prompts_list_changed',
@@ -75,6 +79,8 @@ class PostgresEventBus implements McpEventBus {
   private round = 0;
   private attempt = 0;
   private retry: NodeJS.Timeout | undefined;
+  /** The live connection's heartbeat (HEARTBEAT_MS). */
+  private heartbeat: NodeJS.Timeout | undefined;
   private listening!: Promise<void>;
   private markListening!: () => void;
   private closed = false;
@@ -98,7 +104,15 @@ class PostgresEventBus implements McpEventBus {
 
   private async connect(round: number, reconnected: boolean): Promise<void> {
     if (this.closed || round !== this.round) return;
-    const client = new Client({ ...this.db.client, application_name: 'tool-orchestrator-mcp-events' });
+    // An idle LISTEN connection sends nothing: a peer or middlebox that drops it without a reset would leave
+    // it deaf. TCP keepalive plus a periodic statement (with a deadline) find such a connection dead.
+    const client = new Client({
+      ...this.db.client,
+      application_name: 'tool-orchestrator-mcp-events',
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+      query_timeout: HEARTBEAT_TIMEOUT_MS,
+    });
     client.on('notification', (msg) => {
       if (msg.channel !== MCP_EVENTS_CHANNEL) return;
       const event = parseEvent(msg.payload);
@@ -121,6 +135,11 @@ class PostgresEventBus implements McpEventBus {
     }
     this.client = client;
     this.attempt = 0;
+    clearInterval(this.heartbeat);
+    this.heartbeat = setInterval(() => {
+      client.query('SELECT 1').catch((err: unknown) => this.lost(round, client, err));
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref();
     this.markListening();
     if (reconnected) {
       // Whatever was published while we were not listening is lost: say the tools may have changed.
@@ -132,6 +151,7 @@ class PostgresEventBus implements McpEventBus {
   private lost(round: number, client: Client, err: unknown): void {
     client.removeAllListeners('end');
     client.end().catch(() => undefined);
+    if (this.client === client) clearInterval(this.heartbeat);
     if (this.closed || round !== this.round || this.retry) return;
     if (this.client !== undefined && this.client !== client) return;
     this.client = undefined;
@@ -150,6 +170,7 @@ class PostgresEventBus implements McpEventBus {
     this.attempt = 0;
     const client = this.client;
     this.client = undefined;
+    clearInterval(this.heartbeat);
     if (client) {
       client.removeAllListeners('end');
       client.end().catch(() => undefined);
