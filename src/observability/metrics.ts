@@ -55,6 +55,9 @@ export interface MetricsSources {
   logger: Logger;
 }
 
+/** How long one read of approvals_pending answers scrapes (an unauthenticated endpoint must not drive the database). */
+const PENDING_MAX_AGE_MS = 1000;
+
 export class Metrics {
   private readonly registry = new Registry();
   private readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
@@ -112,13 +115,22 @@ export class Metrics {
         this.set({ state: 'waiting' }, pool.waitingCount);
       },
     });
+    let pending: { at: number; count: Promise<number> } | undefined;
     new Gauge({
       name: 'approvals_pending',
-      help: 'Approval requests waiting for a decision, in the whole deployment (read from the database at scrape time).',
+      help: 'Approval requests waiting for a decision, in the whole deployment (read from the database at scrape time, at most once a second).',
       registers,
       async collect() {
         try {
-          this.set(await sources.pendingApprovals());
+          // /metrics needs no credentials: however often it is scraped, the count is read at most once a
+          // second, by one query at a time (concurrent scrapes share it).
+          const now = Date.now();
+          if (!pending || now - pending.at >= PENDING_MAX_AGE_MS) {
+            const read = sources.pendingApprovals();
+            pending = { at: now, count: read };
+            read.catch(() => (pending = undefined));
+          }
+          this.set(await pending.count);
         } catch (err) {
           // The other metrics still answer; an unknown count is NaN, not a stale or made-up number.
           sources.logger.warn({ err }, 'approvals_pending: the database could not be read');

@@ -14,6 +14,7 @@ import { TEST_ADMIN_TOKEN, anonymous, bearer, request } from '../support/auth';
 import { closeMcpSessions } from '../../src/mcp/conversation-mcp';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { uniqueId } from '../support/ids';
+import { waitFor } from '../support/poll';
 
 let t: TestApp;
 let server: HttpServer;
@@ -161,15 +162,25 @@ describe('GET /metrics', () => {
 
   it('reads approvals_pending from the database at scrape time, and the pool by state', async () => {
     const id = uniqueId('metrics-approval');
-    const pending = (await scrape()).samples;
+    // What the database holds before (a scrape within the last second may still show an older count).
+    const counted = await t.db.pool.query<{ n: number }>(
+      "SELECT count(*)::int AS n FROM approvals WHERE status = 'pending'",
+    );
+    const before = counted.rows[0]!.n;
     const refused = await negotiate(id, { action: 'data-tool/create-resource', args: { name: 'r', data: 1 } });
     const approvalId = (refused.body.approval as { id: string }).id;
-    const counted = (await scrape()).samples;
-    expect(value(counted, 'approvals_pending', {})).toBe(value(pending, 'approvals_pending', {}) + 1);
-    // Decided through the API (another replica could as well): the next scrape reads it.
+    // Read from the database at most once a second: a later scrape shows it.
+    await waitFor(
+      'the new request counted',
+      async () => value((await scrape()).samples, 'approvals_pending', {}) === before + 1,
+    );
+    // Decided through the API (another replica could as well): a later scrape reads it.
     await request(t.app).post(`/conversations/${id}/approvals/${approvalId}/reject`).send({}).expect(200);
-    const after = (await scrape()).samples;
-    expect(value(after, 'approvals_pending', {})).toBe(value(pending, 'approvals_pending', {}));
+    let after: Sample[] = [];
+    await waitFor('the decision counted', async () => {
+      after = (await scrape()).samples;
+      return value(after, 'approvals_pending', {}) === before;
+    });
 
     // Nothing waits for a connection in an idle app (the scrape's own count query is not seen: it is read first).
     expect(value(after, 'db_pool_connections', { state: 'waiting' })).toBe(0);
