@@ -80,8 +80,34 @@ const DEFAULT_MAX_STREAMS = 1000;
 const DEFAULT_KEEP_ALIVE_MS = 15_000;
 
 /** A JSON-RPC error response without id, as the SDK answers transport-level errors. */
-function rpcError(res: Response, status: number, code: number, message: string): void {
-  res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
+function rpcError(
+  res: Response,
+  status: number,
+  code: number,
+  message: string,
+  id: string | number | null = null,
+): void {
+  res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id });
+}
+
+function messageId(body: unknown): string | number | null {
+  const id = (body as { id?: unknown } | undefined)?.id;
+  return typeof id === 'string' || typeof id === 'number' ? id : null;
+}
+
+/** What is wrong with the params of a request this endpoint serves, as far as their types go. */
+function invalidParams(message: { method?: unknown; params?: unknown } | undefined): string | undefined {
+  const params = message?.params as Record<string, unknown> | undefined;
+  switch (message?.method) {
+    case 'resources/read':
+      return typeof params?.uri === 'string' ? undefined : 'resources/read needs params.uri, a string';
+    case 'resources/list':
+      return params?.cursor === undefined || typeof params.cursor === 'string'
+        ? undefined
+        : 'resources/list: params.cursor must be a string';
+    default:
+      return undefined;
+  }
 }
 
 export function mcpRouter(services: Services, options: McpRouterOptions = {}): McpRouter {
@@ -158,6 +184,10 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
       extra: caller as unknown as Record<string, unknown>,
     };
 
+    // The SDK answers a spec method whose params fail its schema with -32603 (an internal error):
+    // the params this endpoint reads are checked here first, answered -32602 as the spec has it.
+    const paramsIssue = req.method === 'POST' ? invalidParams(message) : undefined;
+    if (paramsIssue) return rpcError(res, 200, -32602, `Invalid params: ${paramsIssue}`, messageId(req.body));
     const streaming = req.method === 'GET' || (req.method === 'POST' && message?.method === 'subscriptions/listen');
     if (!streaming) return node(req, res, req.body);
 

@@ -286,6 +286,36 @@ describe('JSON-RPC errors of the revision', () => {
     expect((await rpc(res)).error).toBeDefined();
   });
 
+  it('resources/read and resources/list with params of the wrong type are -32602 like any bad params', async () => {
+    const id = uniqueId('mcp26-params');
+    const invalidCursor = await post(id, {
+      jsonrpc: '2.0',
+      id: 8,
+      method: 'resources/list',
+      params: { cursor: '../x', _meta: META },
+    });
+    const status = invalidCursor.status; // how the SDK answers -32602 from a handler
+    expect((await rpc(invalidCursor)).error?.code).toBe(-32602);
+    for (const params of [{ uri: 42 }, {}]) {
+      const res = await post(id, {
+        jsonrpc: '2.0',
+        id: 9,
+        method: 'resources/read',
+        params: { ...params, _meta: META },
+      });
+      expect(res.status).toBe(status);
+      const answer = (await rpc(res)) as { error?: { code: number }; id?: unknown };
+      expect([answer.error?.code, answer.id]).toEqual([-32602, 9]);
+    }
+    const res = await post(id, {
+      jsonrpc: '2.0',
+      id: 10,
+      method: 'resources/list',
+      params: { cursor: 7, _meta: META },
+    });
+    expect((await rpc(res)).error?.code).toBe(-32602);
+  });
+
   it('tools/call without a name is -32602', async () => {
     const res = await post(uniqueId('mcp26-noname'), {
       jsonrpc: '2.0',
