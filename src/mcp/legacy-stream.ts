@@ -35,13 +35,15 @@ export function serveLegacyStream(
   const version = req.get('mcp-protocol-version');
   // No header: a 2025-03-26 client (the header came with 2025-06-18), served the same way.
   if (version !== undefined && !SUPPORTED_PROTOCOL_VERSIONS.includes(version)) {
+    // A later revision (a date after the last one with GET streams) has none; anything else is unsupported.
+    const later = /^\d{4}-\d{2}-\d{2}$/.test(version) && version > '2025-11-25';
     return refuse(
       res,
-      version > '2025-11-25' ? 405 : 400,
-      version > '2025-11-25'
+      later ? 405 : 400,
+      later
         ? `Method not allowed: protocol ${version} has no GET stream; send subscriptions/listen`
-        : `Unsupported protocol version: ${version} (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
-      version > '2025-11-25' ? { allow: 'POST' } : {},
+        : `Unsupported protocol version: ${version.slice(0, 64)} (supported: ${SUPPORTED_PROTOCOL_VERSIONS.join(', ')})`,
+      later ? { allow: 'POST' } : {},
     );
   }
   res.writeHead(200, {

@@ -270,6 +270,19 @@ describe('JSON-RPC errors of the revision', () => {
     expect((await request(t.app).get(`/conversations/${id}`).expect(200)).body.owner).toBe(user.subject);
   });
 
+  it('a GET stream under an unknown protocol version is 400; under a later revision (no GET streams) 405', async () => {
+    for (const [version, status] of [
+      ['zzz', 400],
+      ['2099-01-01', 405],
+    ] as const) {
+      const res = await fetch(mcpUrl(uniqueId('mcp26-getversion')), {
+        headers: { ...bearer(), accept: 'text/event-stream', 'mcp-protocol-version': version },
+      });
+      expect(res.status).toBe(status);
+      await res.body?.cancel();
+    }
+  });
+
   it('a body that is not UTF-8 is -32700 (400), not problem+json', async () => {
     const res = await fetch(mcpUrl(uniqueId('mcp26-utf8')), {
       method: 'POST',
