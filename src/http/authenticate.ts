@@ -54,6 +54,12 @@ function challenge(req: Request, presented: boolean): string {
   return parts.join(', ');
 }
 
+/** The request's bearer token (the gate has checked its form), or undefined. */
+export function bearerTokenOf(req: Request): string | undefined {
+  const header = req.headers.authorization;
+  return header === undefined ? undefined : BEARER_RE.exec(header)?.[1];
+}
+
 export function authenticate(authenticator: Authenticator, failedAuth: FailedAuthGate): RequestHandler {
   return (req, res, next) => {
     if (isPublicPath(req.path)) return next();

@@ -34,7 +34,7 @@ import { ID_RULE, isValidId } from '../core/resource-names';
 import { AppError, isUnavailable } from '../core/errors';
 import { type Principal, principalKey } from '../core/principal';
 import type { NegotiationResult } from '../core/negotiation';
-import { principalOf } from '../http/authenticate';
+import { bearerTokenOf, principalOf } from '../http/authenticate';
 import { errorHandler as httpErrorHandler, noteNegotiation, sendProblem } from '../http/middleware';
 import type { Services } from '../services';
 import { createConversationServer } from './conversation-server';
@@ -76,6 +76,8 @@ interface McpCaller {
 const routers = new WeakMap<Services, Set<McpRouter>>();
 
 const DEFAULT_MAX_STREAMS = 1000;
+/** How often an open stream's credentials are checked again (revocation is refused within 5 s). */
+const STREAM_RECHECK_MS = 2000;
 // Proxies commonly drop a connection idle for 30 to 60 s; a comment every 15 s keeps listen streams open.
 const DEFAULT_KEEP_ALIVE_MS = 15_000;
 
@@ -200,6 +202,24 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
         `This principal holds ${limits.perPrincipal} open MCP notification streams (MCP_MAX_STREAMS_PER_PRINCIPAL); close one before opening another`,
       );
     }
+    // A stream outlives the request that opened it: its credentials are checked again while it is open,
+    // so a revoked or expired key (or one whose conversation was deleted) loses it within the 5 s bound.
+    const token = bearerTokenOf(req);
+    const recheck = setInterval(() => {
+      if (token === undefined) return;
+      services.authenticator.authenticate(token).then(
+        (still) => {
+          if (still === undefined) {
+            // Ours (GET) ends as limits end it; a listen stream is the SDK's: its connection is closed.
+            if (req.method === 'GET') res.end();
+            else res.destroy();
+          }
+        },
+        () => undefined, // the database unreachable: decided at the next check
+      );
+    }, STREAM_RECHECK_MS);
+    recheck.unref();
+    res.once('close', () => clearInterval(recheck));
     if (req.method === 'GET') {
       res.once(
         'close',

@@ -196,6 +196,39 @@ describe('no sessions: every request is judged by its own credentials', () => {
     await expect(client.listTools()).rejects.toThrow();
   });
 
+  it('an open notification stream ends within the 5 s bound once its key is revoked (both eras)', async () => {
+    const key = await mintAgentKey(base, alice.token, id);
+    const ended = async (res: Response): Promise<void> => {
+      const reader = res.body!.getReader();
+      for (;;) if ((await reader.read()).done) return;
+    };
+    const legacy = await fetch(`${base}${mcpPath(id)}`, {
+      headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', ...auth(key.token) },
+    });
+    const listen = await post(
+      id,
+      {
+        jsonrpc: '2.0',
+        id: 4,
+        method: 'subscriptions/listen',
+        params: {
+          notifications: { toolsListChanged: true },
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1' },
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+        },
+      },
+      { ...auth(key.token), 'mcp-protocol-version': '2026-07-28', 'mcp-method': 'subscriptions/listen' },
+    );
+    expect([legacy.status, listen.status]).toEqual([200, 200]);
+    const revokedAt = Date.now();
+    expect((await fetch(`${base}/keys/${key.id}`, { method: 'DELETE', headers: auth(alice.token) })).status).toBe(204);
+    await Promise.all([ended(legacy), ended(listen).catch(() => undefined)]);
+    expect(Date.now() - revokedAt).toBeLessThan(5000);
+  });
+
   it('one principal holds at most MCP_MAX_STREAMS_PER_PRINCIPAL notification streams; another can still open', async () => {
     const dora = await mintKey(base, 'user', 'dora');
     const mine = uniqueId('mcp-cap');
