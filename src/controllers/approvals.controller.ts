@@ -155,7 +155,12 @@ export class ApprovalsController extends Controller {
     PROBLEM_JSON,
   )
   @Response<Problem>(409, 'The approval is not pending (conflict)', approvalConflictExample, PROBLEM_JSON)
-  @Response<Problem>(415, 'Unsupported Content-Encoding or charset', unsupportedMediaTypeExample, PROBLEM_JSON)
+  @Response<Problem>(
+    415,
+    'Body not JSON, or an unsupported Content-Encoding or charset',
+    unsupportedMediaTypeExample,
+    PROBLEM_JSON,
+  )
   public async approve(
     @Request() req: ExRequest,
     @Path() id: Id,
@@ -184,7 +189,12 @@ export class ApprovalsController extends Controller {
     PROBLEM_JSON,
   )
   @Response<Problem>(409, 'The approval is not pending (conflict)', approvalConflictExample, PROBLEM_JSON)
-  @Response<Problem>(415, 'Unsupported Content-Encoding or charset', unsupportedMediaTypeExample, PROBLEM_JSON)
+  @Response<Problem>(
+    415,
+    'Body not JSON, or an unsupported Content-Encoding or charset',
+    unsupportedMediaTypeExample,
+    PROBLEM_JSON,
+  )
   public async reject(
     @Request() req: ExRequest,
     @Path() id: Id,

@@ -132,7 +132,12 @@ export class ConversationsController extends Controller {
   @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
   @Response<Problem>(403, 'Agents may not create conversations', forbiddenExample, PROBLEM_JSON)
   @Response<Problem>(409, 'A conversation with this id exists', conflictExample, PROBLEM_JSON)
-  @Response<Problem>(415, 'Unsupported Content-Encoding or charset', unsupportedMediaTypeExample, PROBLEM_JSON)
+  @Response<Problem>(
+    415,
+    'Body not JSON, or an unsupported Content-Encoding or charset',
+    unsupportedMediaTypeExample,
+    PROBLEM_JSON,
+  )
   public async createConversation(
     @Request() req: ExRequest,
     @Body() body: CreateConversationBody,

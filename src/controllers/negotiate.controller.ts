@@ -154,7 +154,12 @@ export class NegotiateController extends Controller {
     payloadTooLargeExample,
     NEGOTIATE_OR_PROBLEM,
   )
-  @Response<Problem>(415, 'Unsupported Content-Encoding or charset', unsupportedMediaTypeExample, PROBLEM_JSON)
+  @Response<Problem>(
+    415,
+    'Body not JSON, or an unsupported Content-Encoding or charset',
+    unsupportedMediaTypeExample,
+    PROBLEM_JSON,
+  )
   @Response<Problem>(
     422,
     'This Idempotency-Key was used with another body (idempotency_key_reused)',

@@ -142,7 +142,12 @@ export class PermissionsController extends Controller {
     conversationNotFoundExample,
     PROBLEM_JSON,
   )
-  @Response<Problem>(415, 'Unsupported Content-Encoding or charset', unsupportedMediaTypeExample, PROBLEM_JSON)
+  @Response<Problem>(
+    415,
+    'Body not JSON, or an unsupported Content-Encoding or charset',
+    unsupportedMediaTypeExample,
+    PROBLEM_JSON,
+  )
   public async setLevel(
     @Request() req: ExRequest,
     @Path() id: Id,

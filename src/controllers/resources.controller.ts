@@ -162,7 +162,12 @@ export class ResourcesController extends Controller {
     PROBLEM_JSON,
   )
   @Response<Problem>(413, 'data is larger than RESOURCE_MAX_BYTES', payloadTooLargeExample, PROBLEM_JSON)
-  @Response<Problem>(415, 'Unsupported Content-Encoding or charset', unsupportedMediaTypeExample, PROBLEM_JSON)
+  @Response<Problem>(
+    415,
+    'Body not JSON, or an unsupported Content-Encoding or charset',
+    unsupportedMediaTypeExample,
+    PROBLEM_JSON,
+  )
   public async putResource(
     @Request() req: ExRequest,
     @Path() id: Id,
