@@ -14,6 +14,7 @@ import { hostOriginGuard } from './http/host-origin';
 import { failedAuthLimiter, principalRateLimit } from './http/rate-limits';
 import { errorHandler, notFound, requestLogging } from './http/middleware';
 import { setTrustProxy } from './http/trust-proxy';
+import { createExpressServer } from './http/express-server';
 import { MCP_PATH, mcpBodyErrors, mcpRouter } from './mcp/conversation-mcp';
 import type { Services } from './services';
 
@@ -31,6 +32,11 @@ function openapiSpec(): { text: string; json: object } {
 
 export function buildApp(services: Services): Express {
   const app = express();
+  // app.listen serves as the entry file does (src/http/express-server.ts).
+  app.listen = function listen(this: unknown, ...args: unknown[]) {
+    const server = createExpressServer(app);
+    return (server.listen as (...a: unknown[]) => typeof server).apply(server, args);
+  } as Express['listen'];
   app.locals.services = services;
   app.disable('x-powered-by');
   app.set('etag', false);

@@ -7,7 +7,7 @@
 // First, and a side-effect import (never elided): tracing, when OTEL_* asks for it,
 // must patch http and pg before anything loads them.
 import './observability/tracing-preload';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { ClientConfig } from 'pg';
 import { buildApp } from './app';
 import { ConfigError, loadConfig } from './config';
@@ -18,6 +18,7 @@ import { applyMigrations } from './db/migrator';
 import { waitForDatabase } from './db/wait-for-database';
 import { problemOf } from './http/problem';
 import { applyHttpTimeouts } from './http/server-timeouts';
+import { createExpressServer } from './http/express-server';
 import { createLogger, type Logger } from './logger';
 import { wireServices } from './bootstrap';
 import { bootstrapAdminKey } from './auth/bootstrap-admin';
@@ -50,7 +51,7 @@ async function main(): Promise<void> {
   let started = false;
   // Until the database answers and is migrated, only /healthz reaches the app:
   // anything else (and /readyz) is a 503, not a query against a missing schema.
-  const server = createServer((req, res) => {
+  const server = createExpressServer(app, (req, res) => {
     if (started || req.url === '/healthz') {
       app(req, res);
       return;

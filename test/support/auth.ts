@@ -4,8 +4,11 @@
  * with that bearer token set, so a test that is not about identity reads as
  * it did before. Tests about identity mint their own keys.
  */
+import type { Server } from 'node:http';
+import type { Express } from 'express';
 import supertest from 'supertest';
 import type TestAgent from 'supertest/lib/agent';
+import { createExpressServer } from '../../src/http/express-server';
 
 export const TEST_ADMIN_TOKEN = 'test-admin-token-0123456789abcdef';
 
@@ -20,10 +23,28 @@ export function bearer(token: string = TEST_ADMIN_TOKEN): { Authorization: strin
   return { Authorization: `Bearer ${token}` };
 }
 
+type App = Parameters<typeof supertest>[0];
+
+const servers = new WeakMap<Express, Server>();
+
+/**
+ * An express app is served as the entry file serves it (createExpressServer),
+ * one server per app, which supertest starts and stops around its requests.
+ */
+function served(app: App): App {
+  if (typeof app !== 'function' || !('handle' in app)) return app;
+  const express = app as unknown as Express;
+  let server = servers.get(express);
+  if (!server) servers.set(express, (server = createExpressServer(express)));
+  return server;
+}
+
 /** supertest with `Authorization: Bearer TOKEN` (the test admin's unless given). */
-export function request(app: Parameters<typeof supertest>[0], token: string = TEST_ADMIN_TOKEN): TestAgent {
-  return supertest.agent(app).set('Authorization', `Bearer ${token}`);
+export function request(app: App, token: string = TEST_ADMIN_TOKEN): TestAgent {
+  return supertest.agent(served(app)).set('Authorization', `Bearer ${token}`);
 }
 
 /** supertest without credentials. */
-export const anonymous = supertest;
+export const anonymous = Object.assign((app: App): ReturnType<typeof supertest> => supertest(served(app)), {
+  agent: (app: App): TestAgent => supertest.agent(served(app)),
+});
