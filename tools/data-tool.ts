@@ -36,6 +36,8 @@ export default defineTool({
         message: 'Resource created by data-tool',
         resource: await ctx.sharedContext.createResource(name, data),
       }),
+      // One write, its last step: it commits on its own, with the call's audit entry.
+      singleWrite: true,
     }),
     'read-resource': defineAction({
       description: 'Read the resource `name` (its data, owner, timestamps and version).',
@@ -51,6 +53,7 @@ export default defineTool({
       input: z.object({ name: ZResourceName, data: ZData }),
       output: ZResourceOutput,
       handler: ({ name, data }, ctx) => ctx.sharedContext.updateResource(name, data),
+      singleWrite: true,
     }),
     'list-resources': defineAction({
       description: 'List the resources of the conversation, optionally only those whose name starts with `prefix`.',
@@ -72,6 +75,7 @@ export default defineTool({
         }
         return { deleted: true as const, name };
       },
+      singleWrite: true,
     }),
   },
 });

@@ -36,6 +36,12 @@ export interface Decided {
 
 const TIMED_OUT = Symbol('timed out');
 
+/**
+ * After a timeout, how long a singleWrite action whose write committed anyway
+ * (it ended as it was cancelled) is given to return: its write was its last step.
+ */
+const SINGLE_WRITE_GRACE_MS = 1000;
+
 /** Runs of one write action when the database aborts it for a deadlock or serialization failure. */
 const MAX_ACTION_ATTEMPTS = 3;
 
@@ -74,7 +80,14 @@ export async function runAction(
 ): Promise<NegotiationResult> {
   // Only a write-level action gets a unit of work: a read-level context without one refuses writes.
   // With a key the unit begins before the handler (the key's claim is in it), whatever the level.
-  const unit = keeper ? await keeper.open() : action.level === 1 ? undefined : deps.units.start();
+  const unit = keeper
+    ? await keeper.open()
+    : action.level === 1
+      ? undefined
+      : // A declared single write commits on its own, with the call's entry; a `once` claim needs a transaction.
+        action.singleWrite && !deps.claim
+        ? deps.units.startSingle()
+        : deps.units.start();
   // A unit not yet begun carries the call's success entry in its BEGIN (a keyed call's began in open()).
   if (unit && trail) trail.ahead(unit, decided);
   if (deps.claim) {
@@ -115,6 +128,14 @@ export async function runAction(
     if (output === TIMED_OUT) {
       stop?.abort();
       await unit?.abandon();
+      // A single write that committed before it could be cancelled stands: the call is answered as it ended.
+      if (action.singleWrite && unit?.begun()) {
+        const late = await withTimeout(running, SINGLE_WRITE_GRACE_MS).catch(() => TIMED_OUT);
+        if (late !== TIMED_OUT) {
+          if (trail) await trail.inUnit(unit, { success: true, output: late ?? null, ...decided });
+          return { success: true, output: late ?? null, ...decided };
+        }
+      }
       deps.logger.error(
         { tool: action.tool, action: action.name, conversationId, timeoutMs: deps.toolTimeoutMs },
         'tool timed out',

@@ -212,7 +212,7 @@ export interface UnitOfWork {
    * with its BEGIN, in the same round trip, before any of its writes; it
    * commits or rolls back with them. False once begun (nothing sent).
    */
-  openWith(statement: string): boolean;
+  openWith(statement: string, row?: CompanionRow): boolean;
   commit(): Promise<void>;
   rollback(): Promise<void>;
   /**
@@ -225,6 +225,27 @@ export interface UnitOfWork {
 export interface UnitsOfWork {
   /** A new unit of work; nothing happens until its first statement. */
   start(): UnitOfWork;
+  /**
+   * A unit of one statement that commits on its own (an action's single
+   * write, ActionDefinition.singleWrite): no BEGIN/COMMIT. What openWith is
+   * given as `row` is inserted by that same statement, only if it changes a
+   * row; begun() is then its handle, else undefined. A second statement is
+   * refused. commit() and rollback() end it (the statement has committed or
+   * failed by then); abandon() cancels a statement still running and waits
+   * for it to end.
+   */
+  startSingle(): UnitOfWork;
+}
+
+/**
+ * A row (an audit entry) a single-statement unit inserts with its write:
+ * `values[i]` of Postgres type `types[i]` into `columns[i]` of `table`.
+ */
+export interface CompanionRow {
+  table: string;
+  columns: readonly string[];
+  types: readonly string[];
+  values: readonly unknown[];
 }
 
 /** Every port, as src/db implements them for one database. */

@@ -46,6 +46,8 @@ export interface LoadedAction {
   run(args: Record<string, unknown>, ctx: ToolContext, stop?: AbortSignal): Promise<unknown>;
   /** The resource a read-level action declares it will read (ActionDefinition.prefetch). */
   prefetch?: (args: Record<string, unknown>) => string | undefined;
+  /** A write-level action whose one write commits on its own, with its audit entry (ActionDefinition.singleWrite). */
+  singleWrite?: true;
 }
 
 export type ParseArgsResult =
@@ -123,6 +125,7 @@ const ZActionDefinition = z.object({
     .custom<NonNullable<ActionDefinition['prefetch']>>((v) => typeof v === 'function', 'must be a function')
     .optional(),
   output: z.custom<z.ZodType>(isZodSchema, 'must be a zod 4 schema').optional(),
+  singleWrite: z.boolean().optional(),
 });
 
 const ZToolDefinition = z.object({
@@ -207,6 +210,7 @@ interface ActionSpec {
   output?: z.ZodType;
   run: LoadedAction['run'];
   prefetch?: LoadedAction['prefetch'];
+  singleWrite?: boolean;
 }
 
 function makeAction(spec: ActionSpec): LoadedAction {
@@ -226,6 +230,8 @@ function makeAction(spec: ActionSpec): LoadedAction {
     run: spec.run,
     // Only reads may be answered early: a write must see its transaction's state.
     ...(spec.prefetch && spec.level === 1 ? { prefetch: spec.prefetch } : {}),
+    // Only a write-level action has a write to send on its own.
+    ...(spec.singleWrite === true && spec.level > 1 ? { singleWrite: true as const } : {}),
   });
 }
 
@@ -248,6 +254,7 @@ function fromDefinition(value: unknown, source: string): LoadedTool {
       // The handler sees the parsed args in ctx.args too, whatever the caller put there.
       run: async (args, ctx) => await action.handler(args, { ...ctx, action: name, args }),
       prefetch: action.prefetch,
+      singleWrite: action.singleWrite,
     }),
   );
   return freezeTool({ name: def.name, version: def.version, description: def.description, source }, actions);

@@ -14,7 +14,7 @@
  */
 import { escapeLiteral, type Pool, type PoolClient } from 'pg';
 import { type AuditEntry, type AuditStore, type PendingEntry, chainEntries } from '../core/audit';
-import type { Transaction, UnitOfWork } from '../core/ports';
+import type { CompanionRow, Transaction, UnitOfWork } from '../core/ports';
 import type { Logger } from '../logger';
 import { prepared, translated } from './sql';
 import { sendWithCommit } from './unit-of-work';
@@ -51,6 +51,31 @@ function valuesRow(e: PendingEntry): string {
     literal(e.approvalId),
     literal(e.requestId),
   ].join(', ')})`;
+}
+
+const COLUMN_LIST = COLUMNS.split(', ');
+const COLUMN_TYPES = ['timestamptz', 'text', 'text', 'text', 'text', 'text', 'text', 'int', 'text', 'text', 'text'];
+
+/** The entry as a row a single-statement write inserts with itself (UnitsOfWork.startSingle). */
+function companionOf(e: PendingEntry): CompanionRow {
+  return {
+    table: 'audit_pending',
+    columns: COLUMN_LIST,
+    types: COLUMN_TYPES,
+    values: [
+      new Date(e.at).toISOString(),
+      e.conversationId,
+      e.actor,
+      e.event,
+      e.tool ?? null,
+      e.action ?? null,
+      e.outcome,
+      e.status ?? null,
+      e.argsDigest ?? null,
+      e.approvalId ?? null,
+      e.requestId,
+    ],
+  };
 }
 
 function insertSql(entries: PendingEntry[]): string {
@@ -141,7 +166,7 @@ export class SqlAuditStore implements AuditStore {
   }
 
   ahead(unit: UnitOfWork, entry: PendingEntry): boolean {
-    if (!unit.openWith(insertSql([entry]))) return false;
+    if (!unit.openWith(insertSql([entry]), companionOf(entry))) return false;
     this.sealSoon();
     return true;
   }

@@ -130,7 +130,8 @@ export class SqlResourceStore implements ResourceStore {
       this.on(tx),
       'resource_delete',
       `DELETE FROM resources
-       WHERE conversation_id = $1 AND name = $2 AND ($3::int[] IS NULL OR version = ANY($3::int[]))`,
+       WHERE conversation_id = $1 AND name = $2 AND ($3::int[] IS NULL OR version = ANY($3::int[]))
+       RETURNING name`,
       [conversationId, name, expectedVersions ?? null],
     );
     return (rowCount ?? 0) > 0;

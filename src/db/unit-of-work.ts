@@ -4,8 +4,8 @@
  * BEGIN/COMMIT round trips.
  */
 import type { Pool, PoolClient } from 'pg';
-import type { Transaction, UnitOfWork, UnitsOfWork } from '../core/ports';
-import { translateError } from './sql';
+import type { CompanionRow, Transaction, UnitOfWork, UnitsOfWork } from '../core/ports';
+import { type Queryable, translateError } from './sql';
 
 /**
  * Statements to send with a transaction's COMMIT, in the same simple query
@@ -124,10 +124,127 @@ export class LazyTransaction implements UnitOfWork {
   }
 }
 
+type QueryConfig = { name?: string; text: string; values?: unknown[] };
+
+/**
+ * `statement` (a write with RETURNING) as one statement that also inserts
+ * `row` when the write returns a row: `WITH w AS (write), c AS (INSERT …
+ * SELECT … FROM w LIMIT 1) SELECT * FROM w`. It returns what the write
+ * returns. The row's values follow the write's as parameters, so a named
+ * write stays a prepared statement (under a name of its own).
+ */
+export function withCompanion(statement: QueryConfig, row: CompanionRow): QueryConfig {
+  const values = statement.values ?? [];
+  const params = row.types.map((type, i) => `$${values.length + i + 1}::${type}`).join(', ');
+  return {
+    ...(statement.name !== undefined ? { name: `${statement.name}+${row.table}` } : {}),
+    text:
+      `WITH w AS (${statement.text}), ` +
+      `c AS (INSERT INTO ${row.table} (${row.columns.join(', ')}) SELECT ${params} FROM w LIMIT 1) ` +
+      'SELECT * FROM w',
+    values: [...values, ...row.values],
+  };
+}
+
+/**
+ * UnitsOfWork.startSingle: the action's one write, autocommitted, carrying
+ * the call's audit entry (openWith's row) in the same statement. The handle
+ * it gives out is itself: the resource store's statements run through it.
+ */
+export class SingleStatement implements UnitOfWork, Queryable {
+  private row: CompanionRow | undefined;
+  /** The one statement, once sent. */
+  private sent: Promise<unknown> | undefined;
+  /** Its connection while it runs (for abandon's cancel). */
+  private running: PoolClient | undefined;
+  /** Set when the statement inserted the row: begun() is then this handle. */
+  private rowWritten = false;
+  private finished = false;
+
+  constructor(private readonly pool: Pool) {}
+
+  transaction(): Promise<Transaction> {
+    if (this.finished) return Promise.reject(new Error('The action is over; its statement is done'));
+    return Promise.resolve(this as unknown as Transaction);
+  }
+
+  begun(): Promise<Transaction> | undefined {
+    return this.rowWritten ? Promise.resolve(this as unknown as Transaction) : undefined;
+  }
+
+  openWith(_statement: string, row?: CompanionRow): boolean {
+    if (this.sent || this.finished || !row) return false;
+    this.row = row;
+    return true;
+  }
+
+  query<R extends object = Record<string, unknown>>(
+    query: string | QueryConfig,
+    values?: unknown[],
+  ): Promise<{ rows: R[]; rowCount: number | null }> {
+    if (this.finished) return Promise.reject(new Error('The action is over; its statement is done'));
+    if (this.sent) {
+      return Promise.reject(
+        new Error('An action declared singleWrite sent a second statement; its first has committed'),
+      );
+    }
+    const config: QueryConfig = typeof query === 'string' ? { text: query, values } : query;
+    const run = this.run<R>(this.row ? withCompanion(config, this.row) : config);
+    this.sent = run.catch(() => undefined);
+    return run;
+  }
+
+  private async run<R extends object>(config: QueryConfig): Promise<{ rows: R[]; rowCount: number | null }> {
+    let client: PoolClient;
+    try {
+      client = await this.pool.connect();
+    } catch (err) {
+      throw translateError(err);
+    }
+    this.running = client;
+    try {
+      const result = await client.query<R>(config);
+      if (this.row && result.rows.length > 0) this.rowWritten = true;
+      client.release();
+      return result;
+    } catch (err) {
+      client.release(err as Error);
+      throw err;
+    } finally {
+      this.running = undefined;
+    }
+  }
+
+  commit(): Promise<void> {
+    this.finished = true;
+    return Promise.resolve();
+  }
+
+  /** Nothing to roll back: the statement committed or failed on its own. */
+  rollback(): Promise<void> {
+    this.finished = true;
+    return Promise.resolve();
+  }
+
+  /** A statement still running (waiting on a row lock, say) is cancelled; resolves once it has ended. */
+  async abandon(): Promise<void> {
+    this.finished = true;
+    const client = this.running;
+    if (client?.processID !== undefined) {
+      await this.pool.query('SELECT pg_cancel_backend($1)', [client.processID]).catch(() => undefined);
+    }
+    await this.sent;
+  }
+}
+
 export class PoolUnitsOfWork implements UnitsOfWork {
   constructor(private readonly pool: Pool) {}
 
   start(): UnitOfWork {
     return new LazyTransaction(this.pool);
+  }
+
+  startSingle(): UnitOfWork {
+    return new SingleStatement(this.pool);
   }
 }

@@ -346,11 +346,10 @@ describe('SQL round trips', () => {
     const id = await conversationWithDoc();
     const read = { action: 'data-tool/read-resource', args: { name: 'doc' } };
     expect(await statements(() => negotiate(base, id, read).expect(200))).toEqual(['decision_prefetch']);
+    // update-resource declares singleWrite: its write and its audit entry are one autocommitted statement.
     expect(await statements(() => negotiate(base, id, update(1)).expect(200))).toEqual([
       'decision_select',
-      'BEGIN+audit',
-      'resource_update',
-      'COMMIT',
+      'resource_update+audit_pending',
     ]);
     expect(await statements(() => negotiate(base, id, update(2), 'rt-1').expect(200))).toEqual([
       'idempotency_find',
