@@ -229,9 +229,10 @@ export class SingleStatement implements UnitOfWork, Queryable {
   /** A statement still running (waiting on a row lock, say) is cancelled; resolves once it has ended. */
   async abandon(): Promise<void> {
     this.finished = true;
-    const client = this.running;
-    if (client?.processID !== undefined) {
-      await this.pool.query('SELECT pg_cancel_backend($1)', [client.processID]).catch(() => undefined);
+    // The backend's process id (pg's Client has it from the server's BackendKeyData).
+    const pid = (this.running as { processID?: unknown } | undefined)?.processID;
+    if (typeof pid === 'number') {
+      await this.pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
     }
     await this.sent;
   }
