@@ -4,7 +4,7 @@
  * are written in SQL, so a request never holds two pools' connections.
  */
 import { PrismaPg } from '@prisma/adapter-pg';
-import { Pool, type ClientConfig, type PoolClient } from 'pg';
+import { Pool, Query, type ClientConfig, type PoolClient } from 'pg';
 import { PrismaClient } from '../generated/prisma/client';
 
 export interface Database {
@@ -99,6 +99,10 @@ function classifyConnectFailures(pool: Pool): void {
 function unnameStatements(client: PoolClient): void {
   const query = client.query.bind(client) as (...args: unknown[]) => unknown;
   (client as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
+    if (config instanceof Query) {
+      (config as { name?: string }).name = undefined;
+      return query(config, ...rest);
+    }
     if (config && typeof config === 'object' && 'name' in config) {
       const { name: _name, ...unnamed } = config as Record<string, unknown>;
       return query(unnamed, ...rest);
