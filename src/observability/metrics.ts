@@ -2,14 +2,15 @@
  * Prometheus metrics (API.md, Operations), served at GET /metrics.
  *
  * Cost on the hot path: a request's and a negotiation's recording is a few
- * Map lookups and a histogram observe on cached label children; prom-client's
- * own `labels()` (which hashes a label object) runs once per new series only.
+ * Map lookups and a bucket count on a cached series (BucketHistogram below;
+ * prom-client's own histogram observe validates and hashes the labels on
+ * every call, several µs each). prom-client's registry formats everything.
  * Gauges that read state (the pool, pending approvals) are read at scrape
  * time, never per request. No label carries a conversation id, a resource
  * name, a key or anything else a caller chooses freely (src/observability/labels.ts).
  */
 import type { Pool } from 'pg';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, type Metric, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Logger } from '../logger';
 import type { ToolLabels } from './labels';
 
@@ -31,6 +32,86 @@ function processMetrics(): Registry {
 }
 
 type Observe = { observe(value: number): void };
+
+/** One label set's counts: per bucket (not cumulative), sum and count. */
+class SeriesCounts implements Observe {
+  readonly perBucket: Float64Array;
+  sum = 0;
+  count = 0;
+
+  constructor(
+    private readonly bounds: readonly number[],
+    readonly labels: Record<string, string>,
+  ) {
+    this.perBucket = new Float64Array(bounds.length);
+  }
+
+  observe(value: number): void {
+    if (!Number.isFinite(value)) return;
+    const bounds = this.bounds;
+    let i = 0;
+    while (i < bounds.length && value > bounds[i]!) i++;
+    if (i < bounds.length) this.perBucket[i]!++;
+    this.sum += value;
+    this.count++;
+  }
+}
+
+/**
+ * A Prometheus histogram whose observe is a bucket search and three
+ * additions on a series the caller keeps; registered in a prom-client
+ * registry, which formats it (at scrape time) exactly as its own Histogram's
+ * values: `_bucket{le}` cumulative, `+Inf`, `_sum`, `_count` per series.
+ */
+export class BucketHistogram {
+  readonly type = 'histogram';
+  readonly aggregator = 'sum';
+  private readonly series: SeriesCounts[] = [];
+
+  constructor(
+    readonly name: string,
+    readonly help: string,
+    private readonly labelNames: readonly string[],
+    private readonly bounds: readonly number[],
+    registry: Registry,
+  ) {
+    registry.registerMetric(this as unknown as Metric);
+  }
+
+  /** A new series for these label values (the caller keeps it: one per label set). */
+  labels(...values: string[]): Observe {
+    const labels: Record<string, string> = {};
+    this.labelNames.forEach((name, i) => (labels[name] = values[i] ?? ''));
+    const series = new SeriesCounts(this.bounds, labels);
+    this.series.push(series);
+    return series;
+  }
+
+  get(): Promise<{ name: string; help: string; type: string; aggregator: string; values: unknown[] }> {
+    const values: unknown[] = [];
+    const bucket = `${this.name}_bucket`;
+    for (const s of this.series) {
+      let cumulative = 0;
+      this.bounds.forEach((le, i) => {
+        cumulative += s.perBucket[i]!;
+        values.push({ labels: { le }, sharedLabels: s.labels, value: cumulative, metricName: bucket });
+      });
+      values.push({ labels: { le: '+Inf' }, sharedLabels: s.labels, value: s.count, metricName: bucket });
+      values.push({ labels: {}, sharedLabels: s.labels, value: s.sum, metricName: `${this.name}_sum` });
+      values.push({ labels: {}, sharedLabels: s.labels, value: s.count, metricName: `${this.name}_count` });
+    }
+    const { name, help, type, aggregator } = this;
+    return Promise.resolve({ name, help, type, aggregator, values });
+  }
+
+  reset(): void {
+    for (const s of this.series) {
+      s.perBucket.fill(0);
+      s.sum = 0;
+      s.count = 0;
+    }
+  }
+}
 
 /**
  * A negotiate_calls_total series, counted here and added to prom-client's
@@ -60,9 +141,9 @@ const PENDING_MAX_AGE_MS = 1000;
 
 export class Metrics {
   private readonly registry = new Registry();
-  private readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  private readonly httpDuration: BucketHistogram;
   private readonly negotiateCalls: Counter<'tool' | 'action' | 'outcome'>;
-  private readonly negotiateDuration: Histogram<'tool' | 'action'>;
+  private readonly negotiateDuration: BucketHistogram;
   /** method → route → status → child: no string built per request. */
   private readonly httpSeries = new Map<string, Map<string, Map<number, Observe>>>();
   /** tool → action → series. */
@@ -70,13 +151,13 @@ export class Metrics {
 
   constructor(sources: MetricsSources) {
     const registers = [this.registry];
-    this.httpDuration = new Histogram({
-      name: 'http_request_duration_seconds',
-      help: 'HTTP requests by method, route template and status, from arrival to the last byte sent.',
-      labelNames: ['method', 'route', 'status'],
-      buckets: DURATION_BUCKETS,
-      registers,
-    });
+    this.httpDuration = new BucketHistogram(
+      'http_request_duration_seconds',
+      'HTTP requests by method, route template and status, from arrival to the last byte sent.',
+      ['method', 'route', 'status'],
+      DURATION_BUCKETS,
+      this.registry,
+    );
     const series = this.negotiationSeries;
     this.negotiateCalls = new Counter({
       name: 'negotiate_calls_total',
@@ -95,13 +176,13 @@ export class Metrics {
         }
       },
     });
-    this.negotiateDuration = new Histogram({
-      name: 'negotiate_duration_seconds',
-      help: 'Time to decide and run one negotiate call, by tool and action.',
-      labelNames: ['tool', 'action'],
-      buckets: DURATION_BUCKETS,
-      registers,
-    });
+    this.negotiateDuration = new BucketHistogram(
+      'negotiate_duration_seconds',
+      'Time to decide and run one negotiate call, by tool and action.',
+      ['tool', 'action'],
+      DURATION_BUCKETS,
+      this.registry,
+    );
     const { pool } = sources;
     // Registered (so read) before approvals_pending: the scrape's own count query must not show in the pool.
     new Gauge({
