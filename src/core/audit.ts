@@ -10,7 +10,9 @@
  * - queued (`queue(event, fields)`): read-only decisions and refusals, written
  *   in batches within AUDIT_FLUSH_MS so the read path adds no round trip.
  * Either way it lands in a pending table first; one sealer at a time (any
- * replica) numbers pending entries in seal order and chains them.
+ * replica) numbers pending entries in seal order and chains them: the
+ * database's audit_seal function (migration 20260405000000), which computes
+ * entryHash's JSON and hash; this module verifies with entryHash.
  */
 import { hash } from 'node:crypto';
 import type { ConversationAccess } from './access';
@@ -104,7 +106,7 @@ const str = JSON.stringify;
  * `hash`. The entry's fields are known, so its canonical JSON is written
  * directly in sorted key order (absent fields left out), as canonicalJson
  * would write it (a unit test holds the two equal) but without sorting keys
- * for every entry the sealer chains.
+ * for every entry verified (the database sealer writes the same JSON: migration 20260405000000).
  */
 export function entryHash(e: Omit<AuditEntry, 'hash'> & { hash?: string }): string {
   let json = '{';
@@ -118,20 +120,6 @@ export function entryHash(e: Omit<AuditEntry, 'hash'> & { hash?: string }): stri
   if (e.status != null) json += `,"status":${str(e.status)}`;
   if (e.tool != null) json += `,"tool":${str(e.tool)}`;
   return sha256Hex(e.prevHash + json + '}');
-}
-
-/** Chains pending entries (in seal order) after `head` (GENESIS_HASH for a new chain). */
-export function chainEntries(
-  pending: Array<{ entry: PendingEntry; seq: number }>,
-  heads: Map<string, string>,
-): AuditEntry[] {
-  return pending.map(({ entry, seq }) => {
-    const prevHash = heads.get(entry.conversationId) ?? GENESIS_HASH;
-    const unsealed: Omit<AuditEntry, 'hash'> = { seq, prevHash, ...entry };
-    const sealed = { ...unsealed, hash: entryHash(unsealed) };
-    heads.set(entry.conversationId, sealed.hash);
-    return sealed;
-  });
 }
 
 export type VerifyResult =

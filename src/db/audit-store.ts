@@ -12,8 +12,8 @@
  * - sealing moves committed pending entries in one transaction, so an entry
  *   is pending or sealed, never lost or doubled.
  */
-import { escapeLiteral, type Pool, type PoolClient } from 'pg';
-import { type AuditEntry, type AuditStore, type PendingEntry, chainEntries } from '../core/audit';
+import { escapeLiteral, type Pool } from 'pg';
+import type { AuditEntry, AuditStore, PendingEntry } from '../core/audit';
 import type { CompanionRow, Transaction, UnitOfWork } from '../core/ports';
 import type { Logger } from '../logger';
 import { prepared, translated } from './sql';
@@ -217,7 +217,12 @@ export class SqlAuditStore implements AuditStore {
     return translated(this.sealOnce(true));
   }
 
-  /** With `wait`, waits for a sealer elsewhere; without, leaves the work to it. */
+  /**
+   * With `wait`, waits for a sealer elsewhere; without, leaves the work to it.
+   * The sealing itself is the database's (audit_seal, migration
+   * 20260405000000): numbering, chaining and hashing run there, off this
+   * process's event loop, one round trip per batch.
+   */
   private async sealOnce(wait: boolean): Promise<void> {
     const client = await this.pool.connect();
     let broken: Error | undefined;
@@ -226,79 +231,31 @@ export class SqlAuditStore implements AuditStore {
         // The periodic seal commits asynchronously: a seal lost in a crash took its DELETE of the
         // pending rows with it, so they are sealed again (under new seqs) and nothing is lost. A seal
         // asked for by a reader (wait) commits durably before the reader is answered.
-        await client.query(wait ? 'BEGIN' : 'BEGIN; SET LOCAL synchronous_commit = off');
+        let moved: number;
         try {
-          const moved = await this.sealBatch(client, wait);
+          if (wait) {
+            await client.query('BEGIN');
+            await client.query('SELECT pg_advisory_xact_lock($1)', [SEAL_LOCK]);
+            const { rows } = await client.query<{ moved: number }>('SELECT audit_seal($1) AS moved', [SEAL_BATCH]);
+            moved = Number(rows[0]!.moved);
+          } else {
+            // One message: -1 when another sealer holds the lock (it does the work).
+            const results = (await client.query(
+              'BEGIN; SET LOCAL synchronous_commit = off; ' +
+                `SELECT CASE WHEN pg_try_advisory_xact_lock(${SEAL_LOCK}) THEN audit_seal(${SEAL_BATCH}) ELSE -1 END AS moved`,
+            )) as unknown as Array<{ rows: Array<{ moved: number }> }>;
+            moved = Number(results[results.length - 1]!.rows[0]!.moved);
+          }
           await client.query('COMMIT');
-          if (moved < SEAL_BATCH) return;
         } catch (err) {
           await client.query('ROLLBACK').catch((e: Error) => (broken = e));
           throw err;
         }
+        if (moved < SEAL_BATCH) return;
       }
     } finally {
       client.release(broken);
     }
-  }
-
-  /** The entries moved (-1 when another sealer holds the lock and `wait` is false). */
-  private async sealBatch(client: PoolClient, wait: boolean): Promise<number> {
-    if (wait) {
-      await client.query('SELECT pg_advisory_xact_lock($1)', [SEAL_LOCK]);
-    } else {
-      const { rows } = await client.query<{ ok: boolean }>('SELECT pg_try_advisory_xact_lock($1) AS ok', [SEAL_LOCK]);
-      if (!rows[0]?.ok) return -1;
-    }
-    const { rows } = await client.query<Row & { id: string }>(
-      `DELETE FROM audit_pending WHERE id IN (SELECT id FROM audit_pending ORDER BY id LIMIT $1)
-       RETURNING id, ${COLUMNS}`,
-      [SEAL_BATCH],
-    );
-    if (rows.length === 0) return 0;
-    rows.sort((a, b) => (BigInt(a.id) < BigInt(b.id) ? -1 : 1));
-    const ids = [...new Set(rows.map((r) => r.conversation_id))];
-    const heads = await client.query<{ conversation_id: string; hash: string }>(
-      'SELECT conversation_id, hash FROM audit_heads WHERE conversation_id = ANY($1)',
-      [ids],
-    );
-    const seqs = await client.query<{ seq: string }>("SELECT nextval('audit_seq') AS seq FROM generate_series(1, $1)", [
-      rows.length,
-    ]);
-    const numbers = seqs.rows.map((r) => Number(r.seq)).sort((a, b) => a - b);
-    const sealed = chainEntries(
-      rows.map((r, i) => ({ entry: toPending(r), seq: numbers[i]! })),
-      new Map(heads.rows.map((h) => [h.conversation_id, h.hash])),
-    );
-    await client.query(
-      `INSERT INTO audit_log (seq, ${COLUMNS}, prev_hash, hash)
-       SELECT * FROM unnest($1::bigint[], $2::timestamptz[], $3::text[], $4::text[], $5::text[], $6::text[],
-                            $7::text[], $8::text[], $9::int[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[])`,
-      [
-        sealed.map((e) => e.seq),
-        sealed.map((e) => new Date(e.at)),
-        sealed.map((e) => e.conversationId),
-        sealed.map((e) => e.actor),
-        sealed.map((e) => e.event),
-        sealed.map((e) => e.tool ?? null),
-        sealed.map((e) => e.action ?? null),
-        sealed.map((e) => e.outcome),
-        sealed.map((e) => e.status ?? null),
-        sealed.map((e) => e.argsDigest ?? null),
-        sealed.map((e) => e.approvalId ?? null),
-        sealed.map((e) => e.requestId),
-        sealed.map((e) => e.prevHash),
-        sealed.map((e) => e.hash),
-      ],
-    );
-    // Each chain's new head: its last entry in this batch.
-    const last = new Map(sealed.map((e) => [e.conversationId, e]));
-    await client.query(
-      `INSERT INTO audit_heads (conversation_id, seq, hash)
-       SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[])
-       ON CONFLICT (conversation_id) DO UPDATE SET seq = EXCLUDED.seq, hash = EXCLUDED.hash`,
-      [[...last.keys()], [...last.values()].map((e) => e.seq), [...last.values()].map((e) => e.hash)],
-    );
-    return rows.length;
   }
 
   async page(conversationId: string, after: number, limit: number): Promise<AuditEntry[]> {

@@ -17,6 +17,7 @@ const ALL = [
   '20260402000000_idempotency',
   '20260403000000_audit',
   '20260404000000_reserve_system_chain',
+  '20260405000000_audit_seal_in_database',
 ];
 
 async function query<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
