@@ -4,9 +4,16 @@
  * negotiate action ends in. Started by bench/http-bench.ts as its own process.
  *
  *   DATABASE_URL=... PORT=... tsx bench/floor-server.ts
+ *
+ * With FLOOR_PREBORN=1 it listens through the service's own server
+ * construction (src/http/express-server.ts: requests and responses born with
+ * express's prototypes), for comparison: the same floor without express's
+ * per-request prototype change.
  */
+import { createServer } from 'node:http';
 import express from 'express';
 import { Pool } from 'pg';
+import { createExpressServer } from '../src/http/express-server';
 
 const pool = new Pool({ connectionString: process.env.DATABASE_URL, max: Number(process.env.POOL_SIZE ?? 10) });
 const app = express();
@@ -31,5 +38,6 @@ app.post('/update/:conv/:name', async (req, res) => {
   res.json(rows[0]);
 });
 
-const server = app.listen(Number(process.env.PORT), '127.0.0.1', () => process.stdout.write('ready\n'));
+const server = process.env.FLOOR_PREBORN === '1' ? createExpressServer(app) : createServer(app);
+server.listen(Number(process.env.PORT), '127.0.0.1', () => process.stdout.write('ready\n'));
 process.on('SIGTERM', () => server.close(() => void pool.end().then(() => process.exit(0))));

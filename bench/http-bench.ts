@@ -2,6 +2,10 @@
  * negotiate over HTTP against the physical floor, in one run, under the same
  * load: autocannon with 32 connections against (a) the real service and
  * (b) bench/floor-server.ts, each in its own process, on the same Postgres.
+ * Floor and service take turns, BENCH_ROUNDS rounds of BENCH_DURATION
+ * seconds each (default 5 × 4 s), so a change in the machine's speed during
+ * the run (a shared machine's neighbours) weighs on both alike; each row is
+ * the mean over its rounds, and the ratio of each round is printed too.
  * The service is called as a user with an API key (authentication, the
  * owner check and the rate limiter on every request); the floor does no auth.
  *
@@ -13,33 +17,41 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { freePort } from './free-port';
-import { join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import autocannon from 'autocannon';
 import { withAdmin } from './admin-client';
 
 const ROOT = join(__dirname, '..');
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);
-const DURATION_S = Number(process.env.BENCH_DURATION ?? 10);
+const DURATION_S = Number(process.env.BENCH_DURATION ?? 4);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const DB_NAME = 'orchestrator_bench';
 const CONV = 'bench-conv';
 const RESOURCE = 'bench-doc';
 
 export interface HttpBenchRow {
   case: string;
+  /** The mean over the rounds. */
   requestsPerSec: number;
   meanMs: number;
+  /** The median of the rounds' p50. */
   p50Ms: number;
+  /** The highest of the rounds' p99. */
   p99Ms: number;
   non2xx: number;
   errors: number;
+  /** Each round's req/s. */
+  rounds: number[];
 }
 
 /** Starts a server process; resolves when it prints a line matching readyLine (or at once without one). */
 function start(script: string, env: Record<string, string>, readyLine?: RegExp): Promise<ChildProcess> {
   // TypeScript through tsx; JavaScript (scripts/start.mjs, what `npm start` runs) as it is.
-  const args = script.endsWith('.ts') ? [require.resolve('tsx/cli'), join(ROOT, script)] : [join(ROOT, script)];
+  const path = resolve(ROOT, script);
+  const args = script.endsWith('.ts') ? [require.resolve('tsx/cli'), path] : [path];
   const child = spawn(process.execPath, args, {
-    cwd: ROOT,
+    // A script's own checkout (BENCH_CHECKOUT's service runs in it).
+    cwd: resolve(dirname(path), '..'),
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -94,7 +106,37 @@ async function load(name: string, url: string, body: unknown, token?: string): P
     p99Ms: result.latency.p99,
     non2xx: result.non2xx,
     errors: result.errors,
+    rounds: [Math.round(result.requests.average)],
   };
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.floor(sorted.length / 2)]!;
+}
+
+/** One row from its rounds. */
+function combine(rows: HttpBenchRow[]): HttpBenchRow {
+  const mean = (f: (r: HttpBenchRow) => number): number => rows.reduce((sum, r) => sum + f(r), 0) / rows.length;
+  return {
+    case: rows[0]!.case,
+    requestsPerSec: Math.round(mean((r) => r.requestsPerSec)),
+    meanMs: mean((r) => r.meanMs),
+    p50Ms: median(rows.map((r) => r.p50Ms)),
+    p99Ms: Math.max(...rows.map((r) => r.p99Ms)),
+    non2xx: rows.reduce((sum, r) => sum + r.non2xx, 0),
+    errors: rows.reduce((sum, r) => sum + r.errors, 0),
+    rounds: rows.map((r) => r.requestsPerSec),
+  };
+}
+
+/** The loads in turns, ROUNDS rounds: one row each, in the order given. */
+async function inTurns(...loads: Array<() => Promise<HttpBenchRow>>): Promise<HttpBenchRow[]> {
+  const rounds: HttpBenchRow[][] = loads.map(() => []);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const [i, run] of loads.entries()) rounds[i]!.push(await run());
+  }
+  return rounds.map(combine);
 }
 
 export async function runHttpBench(serverUrl: string): Promise<HttpBenchRow[]> {
@@ -103,9 +145,10 @@ export async function runHttpBench(serverUrl: string): Promise<HttpBenchRow[]> {
   const u = new URL(serverUrl);
   u.pathname = `/${DB_NAME}`;
   const dbUrl = u.toString();
-  const [svcPort, floorPort] = [await freePort(), await freePort()];
+  const [svcPort, floorPort, prebornPort] = [await freePort(), await freePort(), await freePort()];
   // As `npm start` runs it: the compiled build (scripts/start.mjs builds first when it is stale).
-  const service = await start('scripts/start.mjs', {
+  // BENCH_CHECKOUT: another checkout's service (built there) under the same load, for before/after.
+  const service = await start(join(process.env.BENCH_CHECKOUT ?? ROOT, 'scripts/start.mjs'), {
     DATABASE_URL: dbUrl,
     PORT: String(svcPort),
     HOST: '127.0.0.1',
@@ -116,6 +159,11 @@ export async function runHttpBench(serverUrl: string): Promise<HttpBenchRow[]> {
     RATE_LIMIT_PER_MINUTE: '100000000',
   });
   const floor = await start('bench/floor-server.ts', { DATABASE_URL: dbUrl, PORT: String(floorPort) }, /ready/);
+  const preborn = await start(
+    'bench/floor-server.ts',
+    { DATABASE_URL: dbUrl, PORT: String(prebornPort), FLOOR_PREBORN: '1' },
+    /ready/,
+  );
   try {
     const svc = `http://127.0.0.1:${svcPort}`;
     await waitReady(`${svc}/readyz`);
@@ -132,29 +180,40 @@ export async function runHttpBench(serverUrl: string): Promise<HttpBenchRow[]> {
     );
     const update = { name: RESOURCE, data: { n: 1, items: [1, 2, 3] } };
     const floorUrl = `http://127.0.0.1:${floorPort}`;
-    // Warm both servers (JIT, pools) before measuring.
+    const prebornUrl = `http://127.0.0.1:${prebornPort}`;
+    // Warm the servers (JIT, pools) before measuring.
     await load('warm-up', negotiate, { action: 'read-resource', args: { name: RESOURCE } }, token);
     await load('warm-up', `${floorUrl}/read/${CONV}/${RESOURCE}`, {});
-    return [
-      await load('floor: SELECT by primary key', `${floorUrl}/read/${CONV}/${RESOURCE}`, {}),
-      await load('negotiate read-resource', negotiate, { action: 'read-resource', args: { name: RESOURCE } }, token),
-      await load('floor: UPDATE ... RETURNING', `${floorUrl}/update/${CONV}/${RESOURCE}`, { data: update.data }),
-      await load('negotiate update-resource', negotiate, { action: 'update-resource', args: update }, token),
-    ];
+    await load('warm-up', `${prebornUrl}/read/${CONV}/${RESOURCE}`, {});
+    const reads = await inTurns(
+      () => load('floor: SELECT by primary key', `${floorUrl}/read/${CONV}/${RESOURCE}`, {}),
+      () => load(`${PREBORN} SELECT`, `${prebornUrl}/read/${CONV}/${RESOURCE}`, {}),
+      () => load('negotiate read-resource', negotiate, { action: 'read-resource', args: { name: RESOURCE } }, token),
+    );
+    const updates = await inTurns(
+      () => load('floor: UPDATE ... RETURNING', `${floorUrl}/update/${CONV}/${RESOURCE}`, { data: update.data }),
+      () => load(`${PREBORN} UPDATE`, `${prebornUrl}/update/${CONV}/${RESOURCE}`, { data: update.data }),
+      () => load('negotiate update-resource', negotiate, { action: 'update-resource', args: update }, token),
+    );
+    return [...reads, ...updates];
   } finally {
     service.kill('SIGTERM');
     floor.kill('SIGTERM');
+    preborn.kill('SIGTERM');
     await new Promise((r) => setTimeout(r, 500));
     await withAdmin(serverUrl, (c) => c.query(`DROP DATABASE IF EXISTS "${DB_NAME}" WITH (FORCE)`));
   }
 }
 
+/** The floor through the service's server construction (src/http/express-server.ts), for comparison. */
+const PREBORN = '(for comparison) floor, prototypes preset:';
+
 export function formatHttpBench(rows: HttpBenchRow[]): string {
+  const kind = (name: string): string => (/read|SELECT/.test(name) ? 'SELECT' : 'UPDATE');
   const floorOf = (name: string): HttpBenchRow | undefined =>
-    rows.find(
-      (r) =>
-        r.case.startsWith('floor') && (name.includes('read') ? r.case.includes('SELECT') : r.case.includes('UPDATE')),
-    );
+    rows.find((r) => r.case.startsWith('floor') && r.case.includes(kind(name)));
+  const prebornOf = (name: string): HttpBenchRow | undefined =>
+    rows.find((r) => r.case.startsWith(PREBORN) && r.case.includes(kind(name)));
   const lines = [
     `| case | req/s | mean ms | p50 ms | p99 ms | vs floor (throughput) | non-2xx | errors |`,
     `|---|---:|---:|---:|---:|---:|---:|---:|`,
@@ -162,9 +221,30 @@ export function formatHttpBench(rows: HttpBenchRow[]): string {
   for (const r of rows) {
     const floor = r.case.startsWith('floor') ? undefined : floorOf(r.case);
     const ratio = floor ? (r.requestsPerSec / floor.requestsPerSec).toFixed(2) : '1.00 (floor)';
+    if (r.case.startsWith(PREBORN) && floor) {
+      lines.push(
+        `| ${r.case} | ${r.requestsPerSec} | ${r.meanMs.toFixed(2)} | ${r.p50Ms} | ${r.p99Ms} | ${ratio} | ${r.non2xx} | ${r.errors} |`,
+      );
+      continue;
+    }
     lines.push(
       `| ${r.case} | ${r.requestsPerSec} | ${r.meanMs.toFixed(2)} | ${r.p50Ms} | ${r.p99Ms} | ${ratio} | ${r.non2xx} | ${r.errors} |`,
     );
+  }
+  lines.push('');
+  for (const r of rows) {
+    if (!r.case.startsWith('negotiate')) continue;
+    const floor = floorOf(r.case);
+    const preborn = prebornOf(r.case);
+    const each = (of: HttpBenchRow): string => r.rounds.map((n, i) => (n / of.rounds[i]!).toFixed(2)).join(', ');
+    const medianOf = (of: HttpBenchRow): string => median(r.rounds.map((n, i) => n / of.rounds[i]!)).toFixed(2);
+    if (floor) lines.push(`${r.case} vs the floor, round by round: ${each(floor)} (median ${medianOf(floor)})`);
+    if (preborn) {
+      const mean = (r.requestsPerSec / preborn.requestsPerSec).toFixed(2);
+      lines.push(
+        `${r.case} vs the floor with prototypes preset: ${mean} (rounds: ${each(preborn)}; median ${medianOf(preborn)})`,
+      );
+    }
   }
   return lines.join('\n');
 }
