@@ -140,14 +140,14 @@ export interface ActionDefinition<S extends z.ZodType = z.ZodType, O extends z.Z
    */
   prefetch?: (args: z.output<S>) => string | undefined;
   /**
-   * Optional, for write-level actions whose handler makes exactly one write
-   * to the shared context (creates, updates or deletes one resource) as its
-   * last step. The service then sends that write and the call's audit entry
+   * Optional, for write-level actions whose handler's one call to the shared
+   * context is a write (creates, updates or deletes one resource), made as
+   * its last step. The service then sends that write and the call's audit entry
    * as one statement that commits on its own: no BEGIN/COMMIT round trips,
    * and the resource's row is locked only while that statement runs (as a
    * bare UPDATE would hold it). The write is atomic by itself; the entry is
    * written only if the write changed a row. A promise the handler keeps: a
-   * second statement fails the call (tool_error) after the first committed,
+   * second shared-context call fails the call (tool_error) after the first committed,
    * so declare it only for a handler that plainly writes once. Honoured for
    * in-process tools only; TOOLS_DIR tools always get a transaction.
    */
