@@ -239,6 +239,14 @@ export function formatHttpBench(rows: HttpBenchRow[]): string {
     const each = (of: HttpBenchRow): string => r.rounds.map((n, i) => (n / of.rounds[i]!).toFixed(2)).join(', ');
     const medianOf = (of: HttpBenchRow): string => median(r.rounds.map((n, i) => n / of.rounds[i]!)).toFixed(2);
     if (floor) lines.push(`${r.case} vs the floor, round by round: ${each(floor)} (median ${medianOf(floor)})`);
+    if (floor) {
+      // Little's law: with CONNECTIONS requests always in flight, each takes CONNECTIONS / throughput.
+      const perCall = (row: HttpBenchRow): number => (CONNECTIONS / row.requestsPerSec) * 1e6;
+      lines.push(
+        `${r.case}: ${perCall(r).toFixed(0)} µs a call at ${CONNECTIONS} connection(s), the floor ${perCall(floor).toFixed(0)} µs: ` +
+          `${(perCall(r) - perCall(floor)).toFixed(0)} µs added`,
+      );
+    }
     if (preborn) {
       const mean = (r.requestsPerSec / preborn.requestsPerSec).toFixed(2);
       lines.push(

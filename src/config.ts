@@ -81,6 +81,7 @@ export const ZConfig = z.object({
    * keeps per client (a socket and a listener each).
    */
   MCP_MAX_STREAMS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(100000).default(16),
+  MCP_MAX_STREAMS_PER_OWNER: z.coerce.number().int().min(1).max(100000).default(64),
   /** A pending approval request lapses after this; an hour gives a person time to look. */
   APPROVAL_TTL_SECONDS: z.coerce.number().int().min(1).max(31_536_000).default(3600),
   /** GET /metrics (Prometheus); false: no metrics are kept and the path is a 404. */
@@ -120,6 +121,8 @@ export interface Config {
   /** undefined: the default for the listening address (src/http/host-origin.ts). */
   allowedHosts: string[] | undefined;
   mcpMaxStreamsPerPrincipal: number;
+  /** Open MCP streams of one owner's keys together: its user keys and its conversations' agent keys (JWTs by subject). */
+  mcpMaxStreamsPerOwner: number;
   approvalTtlSeconds: number;
   metricsEnabled: boolean;
   /** express's `trust proxy` setting. */
@@ -205,6 +208,7 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
     allowedOrigins: list(c.ALLOWED_ORIGINS) ?? [],
     allowedHosts: list(c.ALLOWED_HOSTS),
     mcpMaxStreamsPerPrincipal: c.MCP_MAX_STREAMS_PER_PRINCIPAL,
+    mcpMaxStreamsPerOwner: c.MCP_MAX_STREAMS_PER_OWNER,
     approvalTtlSeconds: c.APPROVAL_TTL_SECONDS,
     metricsEnabled: c.METRICS_ENABLED,
     trustProxy:

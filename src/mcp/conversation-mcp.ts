@@ -119,6 +119,7 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
   const limits = new StreamLimits(
     options.maxStreams ?? DEFAULT_MAX_STREAMS,
     options.maxStreamsPerPrincipal ?? services.config.mcpMaxStreamsPerPrincipal,
+    services.config.mcpMaxStreamsPerOwner,
   );
   const bus = createMcpEventBus(services.db, log);
   const registry = services.catalog.registry;
@@ -200,6 +201,13 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
         res,
         'rate_limited',
         `This principal holds ${limits.perPrincipal} open MCP notification streams (MCP_MAX_STREAMS_PER_PRINCIPAL); close one before opening another`,
+      );
+    }
+    if (refusal === 'owner-full') {
+      return sendProblem(
+        res,
+        'rate_limited',
+        `The keys of this conversation's owner hold ${limits.perOwner} open MCP notification streams together (MCP_MAX_STREAMS_PER_OWNER); close one before opening another`,
       );
     }
     // A stream outlives the request that opened it: its credentials are checked again while it is open,

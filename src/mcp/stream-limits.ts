@@ -2,19 +2,34 @@
  * The long-lived MCP streams one replica holds (2026 `subscriptions/listen`
  * responses, 2025 GET streams): the only per-client state left in stateless
  * serving. Each holds a socket and a bus listener, so they are bounded per
- * principal (one caller cannot take every slot) and in all.
+ * principal (one key cannot take every slot), per owner (a user's own keys
+ * and the agent keys of its conversations together: minting more agent keys
+ * does not buy more slots) and in all.
  */
 import { type Principal, principalKey } from '../core/principal';
 
-export type StreamRefusal = 'full' | 'principal-full';
+export type StreamRefusal = 'full' | 'principal-full' | 'owner-full';
+
+/** Whose budget a principal's streams count against: its own subject, or (an agent) its conversation owner's. */
+function ownerKey(p: Principal): string {
+  return p.role === 'admin' ? `admin:${p.subject}` : `owner:${p.subject}`;
+}
+
+function add(map: Map<string, number>, key: string, n: number): void {
+  const v = (map.get(key) ?? 0) + n;
+  if (v > 0) map.set(key, v);
+  else map.delete(key);
+}
 
 export class StreamLimits {
   private readonly held = new Map<string, number>();
+  private readonly heldByOwner = new Map<string, number>();
   private readonly open = new Map<() => void, () => void>();
 
   constructor(
     readonly max: number,
     readonly perPrincipal: number,
+    readonly perOwner: number = Infinity,
   ) {}
 
   get size(): number {
@@ -24,6 +39,7 @@ export class StreamLimits {
   /** Why another stream cannot open now for this principal, or undefined when it can. */
   refusal(principal: Principal): StreamRefusal | undefined {
     if ((this.held.get(principalKey(principal)) ?? 0) >= this.perPrincipal) return 'principal-full';
+    if ((this.heldByOwner.get(ownerKey(principal)) ?? 0) >= this.perOwner) return 'owner-full';
     return this.open.size >= this.max ? 'full' : undefined;
   }
 
@@ -33,15 +49,16 @@ export class StreamLimits {
    */
   hold(principal: Principal, end: () => void): () => void {
     const key = principalKey(principal);
-    this.held.set(key, (this.held.get(key) ?? 0) + 1);
+    const owner = ownerKey(principal);
+    add(this.held, key, 1);
+    add(this.heldByOwner, owner, 1);
     let released = false;
     const release = (): void => {
       if (released) return;
       released = true;
       this.open.delete(end);
-      const n = (this.held.get(key) ?? 1) - 1;
-      if (n > 0) this.held.set(key, n);
-      else this.held.delete(key);
+      add(this.held, key, -1);
+      add(this.heldByOwner, owner, -1);
     };
     this.open.set(end, release);
     return release;

@@ -5,7 +5,8 @@
  * foreign Origin is refused; the conversation's agent key, its owner and an
  * admin may initialize and list tools, another user finds nothing; with no
  * sessions every request is judged by its own credentials; one principal
- * holds at most MCP_MAX_STREAMS_PER_PRINCIPAL open notification streams.
+ * holds at most MCP_MAX_STREAMS_PER_PRINCIPAL open notification streams, and
+ * one owner's keys together (its agents' included) MCP_MAX_STREAMS_PER_OWNER.
  */
 import type { Server } from 'node:http';
 import { LATEST_PROTOCOL_VERSION } from '@modelcontextprotocol/sdk/types.js';
@@ -37,7 +38,7 @@ let agent: MintedKey;
 let open: McpConnection[] = [];
 
 beforeAll(async () => {
-  t = await createTestApp({ MCP_MAX_STREAMS_PER_PRINCIPAL: '2' });
+  t = await createTestApp({ MCP_MAX_STREAMS_PER_PRINCIPAL: '2', MCP_MAX_STREAMS_PER_OWNER: '3' });
   ({ server, base } = await listen(t.app));
   alice = await mintKey(base, 'user', 'alice');
   bob = await mintKey(base, 'user', 'bob');
@@ -278,5 +279,42 @@ describe('no sessions: every request is judged by its own credentials', () => {
       return again.status === 200;
     });
     first.close();
+  });
+
+  it("counts an agent key's streams against its conversation owner: more agent keys buy no more (MCP_MAX_STREAMS_PER_OWNER)", async () => {
+    const erin = await mintKey(base, 'user', 'erin');
+    const conversations = [uniqueId('mcp-owner'), uniqueId('mcp-owner')];
+    for (const c of conversations) await createConversation(base, erin.token, c);
+    const agents = await Promise.all(conversations.map((c) => mintAgentKey(base, erin.token, c)));
+    const held = [
+      await openStream(conversations[0]!, erin.token),
+      await openStream(conversations[0]!, agents[0]!.token),
+      await openStream(conversations[1]!, agents[1]!.token),
+    ];
+    try {
+      expect(held.map((h) => h.status)).toEqual([200, 200, 200]);
+      // Each key is under its own cap (2), but erin's keys hold 3 together.
+      const fourth = await fetch(`${base}${mcpPath(conversations[1]!)}`, {
+        headers: { accept: 'text/event-stream', 'mcp-protocol-version': '2025-11-25', ...auth(agents[1]!.token) },
+      });
+      expect(fourth.status).toBe(429);
+      expect(await fourth.json()).toEqual(
+        expect.objectContaining({ code: 'rate_limited', detail: expect.stringContaining('MCP_MAX_STREAMS_PER_OWNER') }),
+      );
+      // Another owner is not affected.
+      const fay = await mintKey(base, 'user', 'fay');
+      const hers = uniqueId('mcp-owner');
+      await createConversation(base, fay.token, hers);
+      const other = await openStream(hers, fay.token);
+      expect(other.status).toBe(200);
+      other.close();
+    } finally {
+      held.forEach((h) => h.close());
+    }
+    await waitFor('a freed owner place', async () => {
+      const again = await openStream(conversations[1]!, agents[1]!.token);
+      again.close();
+      return again.status === 200;
+    });
   });
 });

@@ -99,6 +99,7 @@ describe('identity and access settings', () => {
       allowedOrigins: [],
       allowedHosts: undefined,
       mcpMaxStreamsPerPrincipal: 16,
+      mcpMaxStreamsPerOwner: 64,
       trustProxy: 'loopback, linklocal, uniquelocal',
     });
   });
