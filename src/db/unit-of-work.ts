@@ -3,7 +3,7 @@
  * statement that needs it, so actions that write nothing cost no
  * BEGIN/COMMIT round trips.
  */
-import type { Pool, PoolClient } from 'pg';
+import { Client, type ClientConfig, type Pool, type PoolClient } from 'pg';
 import type { CompanionRow, Transaction, UnitOfWork, UnitsOfWork } from '../core/ports';
 import { type Queryable, translateError } from './sql';
 
@@ -201,11 +201,18 @@ export class SingleStatement implements UnitOfWork, Queryable {
     } catch (err) {
       throw translateError(err);
     }
+    if (this.finished) {
+      // Abandoned (timed out) while waiting for a connection: the write is not sent at all.
+      client.release();
+      throw new Error('The action is over; its statement was not sent');
+    }
     this.running = client;
     try {
       const result = await client.query<R>(config);
       if (this.row && result.rows.length > 0) this.rowWritten = true;
-      client.release();
+      // Abandoned while it ran: a cancel may be on its way to this backend, so the connection is
+      // not handed to another request (whose statement the cancel would hit); it is closed.
+      client.release(this.finished ? new Error('abandoned after the tool timed out') : undefined);
       return result;
     } catch (err) {
       client.release(err as Error);
@@ -226,15 +233,39 @@ export class SingleStatement implements UnitOfWork, Queryable {
     return Promise.resolve();
   }
 
-  /** A statement still running (waiting on a row lock, say) is cancelled; resolves once it has ended. */
+  /**
+   * A statement still running (waiting on a row lock, say) is cancelled;
+   * resolves once it has ended. One still waiting for a connection is never
+   * sent (run() sees `finished`): nothing to wait for.
+   */
   async abandon(): Promise<void> {
     this.finished = true;
+    if (!this.running) return;
     // The backend's process id (pg's Client has it from the server's BackendKeyData).
     const pid = (this.running as { processID?: unknown } | undefined)?.processID;
-    if (typeof pid === 'number') {
-      await this.pool.query('SELECT pg_cancel_backend($1)', [pid]).catch(() => undefined);
-    }
+    if (typeof pid === 'number') await cancelBackend(this.pool, pid);
     await this.sent;
+  }
+}
+
+/**
+ * Cancels the statement running on backend `pid`, over a connection of its
+ * own: the pool's may all be taken (by statements waiting on the very lock).
+ * The embedded database (one session, served in-process: the `stream`
+ * option) has no other session to wait on and no cancel to send.
+ */
+async function cancelBackend(pool: Pool, pid: number): Promise<void> {
+  const options = (pool as unknown as { options: ClientConfig }).options;
+  if (typeof options.stream === 'function') return;
+  const client = new Client({ ...options, connectionTimeoutMillis: options.connectionTimeoutMillis ?? 5000 });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.query('SELECT pg_cancel_backend($1)', [pid]);
+  } catch {
+    // Unreachable database: the statement ends with its connection (or commits: the caller sees which).
+  } finally {
+    await client.end().catch(() => undefined);
   }
 }
 

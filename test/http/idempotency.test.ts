@@ -10,6 +10,7 @@ import { Client } from 'pg';
 import type supertest from 'supertest';
 import { TEST_ADMIN_TOKEN, request } from '../support/auth';
 import { serverUrl } from '../support/db-server';
+import { sqlStatements } from '../support/sql-statements';
 import { uniqueId } from '../support/ids';
 import { expectProblem, listen, mintKey, mintAgentKey, stopListening } from '../support/identity';
 import { type TestApp, createTestApp } from '../support/test-app';
@@ -316,29 +317,20 @@ describe('purge', () => {
 });
 
 describe('SQL round trips', () => {
-  /** Statements sent to Postgres while `fn` runs (the authenticator's revocation poll left out). */
+  /** Statements sent to Postgres while `fn` runs (background work left out: test/support/sql-statements.ts). */
   async function statements(fn: () => Promise<unknown>): Promise<string[]> {
-    const spy = jest.spyOn(Client.prototype, 'query');
-    try {
-      await fn();
-      return (
-        spy.mock.calls
-          .map((c) => c[0] as string | { name?: string; text: string })
-          .filter((q) => typeof q === 'string' || q.name !== 'key_revoked_within')
-          .map((q) => (typeof q === 'string' ? q : (q.name ?? q.text)).trim())
-          // A write action's audit entry is sent with its BEGIN (with its COMMIT when the unit began
-          // earlier, for a key's claim), in one round trip.
-          .map((q) =>
-            /^INSERT INTO audit_pending\b[\s\S]*;\s*COMMIT$/.test(q)
-              ? 'audit+COMMIT'
-              : /^BEGIN;\s*INSERT INTO audit_pending\b/.test(q)
-                ? 'BEGIN+audit'
-                : q.split(/\s+/)[0]!,
-          )
-      );
-    } finally {
-      spy.mockRestore();
-    }
+    return (
+      (await sqlStatements(fn))
+        // A write action's audit entry is sent with its BEGIN (with its COMMIT when the unit began
+        // earlier, for a key's claim), in one round trip.
+        .map((q) =>
+          /^INSERT INTO audit_pending\b[\s\S]*;\s*COMMIT$/.test(q)
+            ? 'audit+COMMIT'
+            : /^BEGIN;\s*INSERT INTO audit_pending\b/.test(q)
+              ? 'BEGIN+audit'
+              : q.split(/\s+/)[0]!,
+        )
+    );
   }
 
   // Counted on a server: the embedded database's connections send statements unnamed, through their own query.

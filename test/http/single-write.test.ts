@@ -13,6 +13,7 @@ import { request } from '../support/auth';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { uniqueId } from '../support/ids';
 import { serverUrl } from '../support/db-server';
+import { sqlStatements } from '../support/sql-statements';
 import { type ScratchDir, scratchDir } from '../support/scratch-dir';
 
 const TWICE_TOOL = `module.exports = ({ defineTool, defineAction, z }) => defineTool({
@@ -64,18 +65,9 @@ async function negotiateEntries(id: string): Promise<string[][]> {
     .map((e) => [e.action ?? '', e.outcome]);
 }
 
-/** Statements the service sent while `fn` ran (the revocation poll left out). */
+/** Statements the service sent for a call, by their first word (a named statement by its name). */
 async function statements(fn: () => Promise<unknown>): Promise<string[]> {
-  const spy = jest.spyOn(Client.prototype, 'query');
-  try {
-    await fn();
-    return spy.mock.calls
-      .map((c) => c[0] as string | { name?: string; text: string })
-      .filter((q) => typeof q === 'string' || q.name !== 'key_revoked_within')
-      .map((q) => (typeof q === 'string' ? q : (q.name ?? q.text)).trim().split(/\s+/)[0]!);
-  } finally {
-    spy.mockRestore();
-  }
+  return (await sqlStatements(fn)).map((q) => q.split(/\s+/)[0]!);
 }
 
 it('sends the write and its audit entry as one statement: two round trips in all', async () => {
@@ -156,6 +148,52 @@ it('commits each of 20 racing updates once, each with its entry', async () => {
     await negotiate(id, 'update-resource', { name: 'doc', data: { n: 2 } }).expect(200);
   },
 );
+
+// A server only, as above. (From an outside review: the cancel once queued for a pool connection.)
+(serverUrl() ? it : it.skip)(
+  'answers every timed-out write at the tool timeout even when all pool connections wait on the lock',
+  async () => {
+    const id = await conversation();
+    await negotiate(id, 'create-resource', { name: 'doc', data: { n: 0 } }).expect(200);
+    const outside = new Client(t.database.client);
+    await outside.connect();
+    try {
+      // A session outside the service's pool holds the row until every call has been answered.
+      await outside.query('BEGIN');
+      await outside.query('SELECT 1 FROM resources WHERE conversation_id = $1 AND name = $2 FOR UPDATE', [id, 'doc']);
+      // As many calls as the test app's pool has connections (5): every write waits on the lock.
+      const results = await Promise.all(
+        Array.from({ length: 5 }, (_, i) => negotiate(id, 'update-resource', { name: 'doc', data: { n: i + 1 } })),
+      );
+      expect(results.map((r) => [r.status, (r.body as { code?: string }).code])).toEqual(
+        Array(5).fill([500, 'tool_error']),
+      );
+    } finally {
+      await outside.query('COMMIT');
+      await outside.end();
+    }
+    const doc = await request(t.app).get(`/conversations/${id}/resources/doc`).expect(200);
+    expect(doc.body).toMatchObject({ data: { n: 0 }, version: 1 });
+    await negotiate(id, 'update-resource', { name: 'doc', data: { n: 9 } }).expect(200);
+  },
+);
+
+describe.each([
+  ['NUL in a data string', { name: 'doc', data: { s: 'a\u0000b' } }],
+  ['NUL in a data key', { name: 'doc', data: { 'a\u0000': 1 } }],
+])('bad input, %s (from an outside review)', (_label, args) => {
+  it('answers the same 4xx as the same call in a transaction (with an Idempotency-Key)', async () => {
+    const id = await conversation();
+    const single = await negotiate(id, 'create-resource', args);
+    const keyed = await request(t.app)
+      .post(`/conversations/${id}/negotiate`)
+      .set('Idempotency-Key', uniqueId('k'))
+      .send({ action: 'create-resource', args });
+    expect(single.status).toBeGreaterThanOrEqual(400);
+    expect(single.status).toBeLessThan(500);
+    expect([single.status, single.body.code]).toEqual([keyed.status, keyed.body.code]);
+  });
+});
 
 it('fails a call whose handler breaks its promise of one write (its first write stands), and keeps serving', async () => {
   const id = uniqueId('twice');
