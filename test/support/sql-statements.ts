@@ -7,28 +7,38 @@
  */
 import { Client } from 'pg';
 
-type Sent = string | { name?: string; text: string };
+/** A statement's name, else its text. */
+function nameOf(q: unknown): string {
+  if (typeof q === 'string') return q.trim();
+  const { name } = (q ?? {}) as { name?: unknown };
+  return typeof name === 'string' ? name : textOf(q);
+}
 
-function textOf(q: Sent): string {
-  return (typeof q === 'string' ? q : (q.name ?? q.text)).trim();
+function textOf(q: unknown): string {
+  if (typeof q === 'string') return q.trim();
+  const { text } = (q ?? {}) as { text?: unknown };
+  return typeof text === 'string' ? text.trim() : '';
 }
 
 /** Background audit work: a batch of queued entries, or a seal. */
-function isAuditBackground(q: Sent): boolean {
-  const text = typeof q === 'string' ? q : q.text;
-  return /^BEGIN; SET LOCAL synchronous_commit = off;/.test(text.trim()) || /\baudit_seal\(/.test(text);
+function isAuditBackground(q: unknown): boolean {
+  const text = textOf(q);
+  return /^BEGIN; SET LOCAL synchronous_commit = off;/.test(text) || /\baudit_seal\(/.test(text);
 }
 
 export async function sqlStatements(fn: () => Promise<unknown>): Promise<string[]> {
   const spy = jest.spyOn(Client.prototype, 'query');
   try {
     await fn();
-    const calls = spy.mock.calls.map((c, i) => ({ q: c[0], client: spy.mock.contexts[i] }));
+    const calls = spy.mock.calls.map((c, i): { q: unknown; client: unknown } => ({
+      q: c[0],
+      client: spy.mock.contexts[i],
+    }));
     const background = new Set(calls.filter((c) => isAuditBackground(c.q)).map((c) => c.client));
     return calls
       .filter((c) => !background.has(c.client))
-      .filter((c) => typeof c.q === 'string' || c.q.name !== 'key_revoked_within')
-      .map((c) => textOf(c.q));
+      .map((c) => nameOf(c.q))
+      .filter((name) => name !== 'key_revoked_within');
   } finally {
     spy.mockRestore();
   }
