@@ -221,12 +221,6 @@ export function formatHttpBench(rows: HttpBenchRow[]): string {
   for (const r of rows) {
     const floor = r.case.startsWith('floor') ? undefined : floorOf(r.case);
     const ratio = floor ? (r.requestsPerSec / floor.requestsPerSec).toFixed(2) : '1.00 (floor)';
-    if (r.case.startsWith(PREBORN) && floor) {
-      lines.push(
-        `| ${r.case} | ${r.requestsPerSec} | ${r.meanMs.toFixed(2)} | ${r.p50Ms} | ${r.p99Ms} | ${ratio} | ${r.non2xx} | ${r.errors} |`,
-      );
-      continue;
-    }
     lines.push(
       `| ${r.case} | ${r.requestsPerSec} | ${r.meanMs.toFixed(2)} | ${r.p50Ms} | ${r.p99Ms} | ${ratio} | ${r.non2xx} | ${r.errors} |`,
     );
@@ -238,8 +232,8 @@ export function formatHttpBench(rows: HttpBenchRow[]): string {
     const preborn = prebornOf(r.case);
     const each = (of: HttpBenchRow): string => r.rounds.map((n, i) => (n / of.rounds[i]!).toFixed(2)).join(', ');
     const medianOf = (of: HttpBenchRow): string => median(r.rounds.map((n, i) => n / of.rounds[i]!)).toFixed(2);
-    if (floor) lines.push(`${r.case} vs the floor, round by round: ${each(floor)} (median ${medianOf(floor)})`);
     if (floor) {
+      lines.push(`${r.case} vs the floor, round by round: ${each(floor)} (median ${medianOf(floor)})`);
       // Little's law: with CONNECTIONS requests always in flight, each takes CONNECTIONS / throughput.
       const perCall = (row: HttpBenchRow): number => (CONNECTIONS / row.requestsPerSec) * 1e6;
       lines.push(

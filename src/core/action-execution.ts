@@ -132,8 +132,9 @@ export async function runAction(
       if (action.singleWrite && unit?.begun()) {
         const late = await withTimeout(running, SINGLE_WRITE_GRACE_MS).catch(() => TIMED_OUT);
         if (late !== TIMED_OUT) {
-          if (trail) await trail.inUnit(unit, { success: true, output: late ?? null, ...decided });
-          return { success: true, output: late ?? null, ...decided };
+          const result: NegotiationResult = { success: true, output: late ?? null, ...decided };
+          if (trail) await trail.inUnit(unit, result);
+          return result;
         }
       }
       deps.logger.error(

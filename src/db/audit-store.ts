@@ -231,21 +231,15 @@ export class SqlAuditStore implements AuditStore {
         // The periodic seal commits asynchronously: a seal lost in a crash took its DELETE of the
         // pending rows with it, so they are sealed again (under new seqs) and nothing is lost. A seal
         // asked for by a reader (wait) commits durably before the reader is answered.
+        // One message; without `wait`, -1 when another sealer holds the lock (it does the work).
+        const batch = wait
+          ? `BEGIN; SELECT pg_advisory_xact_lock(${SEAL_LOCK}); SELECT audit_seal(${SEAL_BATCH}) AS moved`
+          : 'BEGIN; SET LOCAL synchronous_commit = off; ' +
+            `SELECT CASE WHEN pg_try_advisory_xact_lock(${SEAL_LOCK}) THEN audit_seal(${SEAL_BATCH}) ELSE -1 END AS moved`;
         let moved: number;
         try {
-          if (wait) {
-            await client.query('BEGIN');
-            await client.query('SELECT pg_advisory_xact_lock($1)', [SEAL_LOCK]);
-            const { rows } = await client.query<{ moved: number }>('SELECT audit_seal($1) AS moved', [SEAL_BATCH]);
-            moved = Number(rows[0]!.moved);
-          } else {
-            // One message: -1 when another sealer holds the lock (it does the work).
-            const results = (await client.query(
-              'BEGIN; SET LOCAL synchronous_commit = off; ' +
-                `SELECT CASE WHEN pg_try_advisory_xact_lock(${SEAL_LOCK}) THEN audit_seal(${SEAL_BATCH}) ELSE -1 END AS moved`,
-            )) as unknown as Array<{ rows: Array<{ moved: number }> }>;
-            moved = Number(results[results.length - 1]!.rows[0]!.moved);
-          }
+          const results = (await client.query(batch)) as unknown as Array<{ rows: Array<{ moved: number }> }>;
+          moved = Number(results[results.length - 1]!.rows[0]!.moved);
           await client.query('COMMIT');
         } catch (err) {
           await client.query('ROLLBACK').catch((e: Error) => (broken = e));
