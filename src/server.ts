@@ -23,7 +23,7 @@ import { createLogger, type Logger } from './logger';
 import { wireServices } from './bootstrap';
 import { bootstrapAdminKey } from './auth/bootstrap-admin';
 import { defaultAllowedHostsWarning } from './http/host-origin';
-import { closeMcpSessions } from './mcp/conversation-mcp';
+import { closeMcpSessions, followToolSetChanges } from './mcp/conversation-mcp';
 import { activeTracing } from './observability/tracing-state';
 
 async function main(): Promise<void> {
@@ -115,6 +115,8 @@ async function main(): Promise<void> {
   services.authenticator.start();
   services.idempotency.startPurge((err) => logger.warn({ err }, 'Purging expired idempotency keys failed'));
   services.approvals.startSweeper();
+  // Another replica's tool-set change reaches this one (which reloads) even while no client listens.
+  followToolSetChanges(services);
   started = true;
   logger.info('Database ready');
 }

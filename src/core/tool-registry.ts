@@ -149,6 +149,9 @@ function isMissingDir(err: unknown): boolean {
   return isRecord(err) && (err.code === 'ENOENT' || err.code === 'ENOTDIR');
 }
 
+/** Why a tool set changed: this replica's own reload, or another replica's word that it changed. */
+export type ToolSetChangeCause = 'local' | 'remote';
+
 // ---- The registry -----------------------------------------------------------------
 
 export class ToolRegistry extends EventEmitter {
@@ -194,9 +197,13 @@ export class ToolRegistry extends EventEmitter {
     return this.loading;
   }
 
-  /** Rescans both directories now and swaps the new set in. On failure the old set stays. */
-  reload(): Promise<ToolSet> {
-    return this.enqueue(() => this.rebuild(true));
+  /**
+   * Rescans both directories now and swaps the new set in. On failure the old set stays.
+   * `cause` travels with the 'change' event: 'remote' when another replica said the tool set
+   * changed (so listeners do not announce it back to the replicas).
+   */
+  reload(cause: ToolSetChangeCause = 'local'): Promise<ToolSet> {
+    return this.enqueue(() => this.rebuild(true, cause));
   }
 
   async close(): Promise<void> {
@@ -216,7 +223,7 @@ export class ToolRegistry extends EventEmitter {
     return next;
   }
 
-  private async rebuild(emitChange: boolean): Promise<ToolSet> {
+  private async rebuild(emitChange: boolean, cause: ToolSetChangeCause = 'local'): Promise<ToolSet> {
     let set: ToolSet;
     const hosts: ToolHost[] = [];
     try {
@@ -232,13 +239,13 @@ export class ToolRegistry extends EventEmitter {
     for (const host of this.hosts) host.retire();
     this.hosts = hosts;
     this.logger.info({ generation: set.generation, tools: set.tools.map((t) => t.name) }, 'Tools loaded');
-    if (emitChange) this.emitChange(set);
+    if (emitChange) this.emitChange(set, cause);
     return set;
   }
 
-  private emitChange(set: ToolSet): void {
+  private emitChange(set: ToolSet, cause: ToolSetChangeCause): void {
     try {
-      this.emit('change', set);
+      this.emit('change', set, cause);
     } catch (err) {
       // A failing listener must not turn a good reload into a failed one.
       this.logger.error({ err }, `Tool set 'change' listener failed: ${errorMessage(err)}`);

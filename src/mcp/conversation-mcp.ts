@@ -34,6 +34,7 @@ import { ID_RULE, isValidId } from '../core/resource-names';
 import { AppError, isUnavailable } from '../core/errors';
 import { type Principal, principalKey } from '../core/principal';
 import type { NegotiationResult } from '../core/negotiation';
+import type { ToolSetChangeCause } from '../core/tool-registry';
 import { bearerTokenOf, principalOf } from '../http/authenticate';
 import { errorHandler as httpErrorHandler, noteNegotiation, sendProblem } from '../http/middleware';
 import type { Services } from '../services';
@@ -121,9 +122,13 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     options.maxStreamsPerPrincipal ?? services.config.mcpMaxStreamsPerPrincipal,
     services.config.mcpMaxStreamsPerOwner,
   );
-  const bus = createMcpEventBus(services.db, log);
   const registry = services.catalog.registry;
-  const onToolsChanged = (): void => bus.publish({ kind: 'tools_list_changed' });
+  // Another replica's tool-set change: this one reloads what it serves before its listeners are told.
+  const bus = createMcpEventBus(services.db, log, { onRemoteToolsChanged: () => registry.reload('remote') });
+  // This replica's own change is announced to every replica; one made on another's word is not sent back.
+  const onToolsChanged = (_set: unknown, cause?: ToolSetChangeCause): void => {
+    if (cause !== 'remote') bus.publish({ kind: 'tools_list_changed' });
+  };
   registry.on('change', onToolsChanged);
 
   const handler: McpHttpHandler = createMcpHandler(
@@ -335,6 +340,15 @@ export async function closeMcpSessions(services: Services): Promise<void> {
   const set = routers.get(services);
   if (!set) return;
   await Promise.all([...set].map((r) => r.close()));
+}
+
+/**
+ * From now on, the MCP routers of the app built with these services hear every other replica's tool-set
+ * change (and reload theirs) whether or not a client listens: one LISTEN connection held for the
+ * process's life on Postgres. The entry file calls it once the database is ready; closeMcpSessions ends it.
+ */
+export function followToolSetChanges(services: Services): void {
+  for (const router of routers.get(services) ?? []) router.bus.hold();
 }
 
 /** The open MCP router of the app built with these services (tests and metrics read its stream count). */
