@@ -215,6 +215,29 @@ describe('a request whose need has passed', () => {
     );
   });
 
+  it("is settled by an agent's approved upgrade, and by the owner's own upgrade:, an agent's upgrade request too", async () => {
+    const { id, token, actor } = await setup();
+    const call = await refuse(token.agent, id, CREATE('up'));
+    const up = await refuse(token.agent, id, { action: 'upgrade:data-tool:level-2' });
+    await request(t.app, alice.token)
+      .post(`/conversations/${id}/approvals/${up}/approve`)
+      .send({ scope: 'once' })
+      .expect(200);
+    await negotiate(token.agent, id, { action: 'upgrade:data-tool:level-2', approvalId: up }).expect(200);
+    expect((await approval(id, up)).status).toBe('used');
+    // The level it set was decided by the approver.
+    expect(await approval(id, call)).toMatchObject({ status: 'satisfied', decidedBy: actor.owner });
+
+    const EXPORT = { action: 'export-tool/write-export', args: { name: 'x', format: 'json', path: 'x.json' } };
+    const exported = await refuse(token.admin, id, EXPORT);
+    const exportUp = await refuse(token.agent, id, { action: 'upgrade:export-tool:level-3' });
+    await negotiate(token.owner, id, { action: 'upgrade:export-tool:level-3' }).expect(200);
+    for (const settled of [exported, exportUp]) {
+      expect(await approval(id, settled)).toMatchObject({ status: 'satisfied', decidedBy: actor.owner });
+    }
+    expect(await approvals(id, 'pending')).toEqual([]);
+  });
+
   it.each(PRINCIPALS)(
     "is settled when the same principal's identical call runs without it (%s), and only then",
     async (who) => {
