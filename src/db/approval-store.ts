@@ -103,13 +103,19 @@ const SATISFY_CALL = `
  * this change decides otherwise (an approval for the conversation), or null.
  * A lapsed request is left to expire. Lowering a level settles nothing a
  * refusal could have recorded (it asked for more than the level it saw).
+ * SKIP LOCKED: a request locked now is being decided by someone else (an
+ * approval that locked it and waits for this conversation's lock, which this
+ * change holds); waiting for it would deadlock, and that decision ends it.
  */
 export const SETTLE_BY_LEVEL = `
   UPDATE approvals
   SET status = 'satisfied', decided_by = $4::text, decided_at = now(),
       reason = format('The tool''s level was set to %s by %s', $3::int, $4::text)
-  WHERE conversation_id = $1 AND tool = $2 AND status = 'pending' AND required_level <= $3::int
-    AND expires_at > now() AND id IS DISTINCT FROM $5::text`;
+  WHERE id IN (
+    SELECT id FROM approvals
+    WHERE conversation_id = $1 AND tool = $2 AND status = 'pending' AND required_level <= $3::int
+      AND expires_at > now() AND id IS DISTINCT FROM $5::text
+    FOR UPDATE SKIP LOCKED)`;
 
 /** Ends due grants: the level returns to what it was (no explicit level: the row goes), with a history row by `expiry`. */
 const SWEEP_GRANTS = `

@@ -238,6 +238,30 @@ describe('a request whose need has passed', () => {
     expect(await approvals(id, 'pending')).toEqual([]);
   });
 
+  it('is settled without deadlock while other requests of the tool are decided at the same time', async () => {
+    // Two approvals for the conversation, an agent's approved upgrade and a level set by hand, all at once:
+    // each locks its own request, then the conversation, then settles the others it covers. A request
+    // another decision holds is left to that decision, so none waits on another.
+    for (let round = 0; round < 5; round++) {
+      const { id, token } = await setup();
+      const a = await refuse(token.agent, id, CREATE('race-a'));
+      const b = await refuse(token.owner, id, CREATE('race-b'));
+      const up = await refuse(token.agent, id, { action: 'upgrade:data-tool:level-2' });
+      await request(t.app, alice.token)
+        .post(`/conversations/${id}/approvals/${up}/approve`)
+        .send({ scope: 'once' })
+        .expect(200);
+      const results = await Promise.all([
+        request(t.app, alice.token).post(`/conversations/${id}/approvals/${a}/approve`).send({ scope: 'conversation' }),
+        request(t.app, alice.token).post(`/conversations/${id}/approvals/${b}/approve`).send({ scope: 'conversation' }),
+        negotiate(token.agent, id, { action: 'upgrade:data-tool:level-2', approvalId: up }),
+        request(t.app, alice.token).put(`/conversations/${id}/permissions/data-tool`).send({ level: 2 }),
+      ]);
+      expect(results.map((r) => r.status)).toEqual([200, 200, 200, 200]);
+      expect(await approvals(id, 'pending')).toEqual([]);
+    }
+  });
+
   it.each(PRINCIPALS)(
     "is settled when the same principal's identical call runs without it (%s), and only then",
     async (who) => {
