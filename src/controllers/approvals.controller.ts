@@ -18,7 +18,12 @@ import {
   rejectedExample,
 } from './examples';
 
-export type ApprovalStatusValue = 'pending' | 'approved' | 'rejected' | 'expired' | 'used';
+/**
+ * pending: waits on the owner; approved, rejected: decided; expired: lapsed before a decision (or an
+ * approved `once` before its retry); used: its `once` retry ran; satisfied: settled without a decision,
+ * because the tool's level was raised to the one it asks for, or the same principal's identical call ran.
+ */
+export type ApprovalStatusValue = 'pending' | 'approved' | 'rejected' | 'expired' | 'used' | 'satisfied';
 
 /** A request for the owner's approval of exactly one refused call. */
 export interface ApprovalView {
@@ -52,14 +57,15 @@ export interface ApprovalView {
    * @isLong
    */
   expiresAt: number | null;
+  /** Who approved or rejected it; for `satisfied`, who set the level (null: the identical call ran at the tool's level). */
   decidedBy: string | null;
   /**
-   * Epoch milliseconds, or null while pending.
+   * Epoch milliseconds of the approval, rejection or settlement (`satisfied`), or null while pending.
    * @isLong
    */
   decidedAt: number | null;
   scope: 'once' | 'conversation' | null;
-  /** A rejection's reason. */
+  /** A rejection's reason; for `satisfied`, what made the request unnecessary. */
   reason: string | null;
 }
 

@@ -15,8 +15,21 @@ import { type Principal, actorOf, checkConversationAccess, forbidden, notFound }
 import type { Level, ToolLogger } from './tool-interface';
 
 export type ApprovalKind = 'call' | 'upgrade';
-export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | 'used';
-export const APPROVAL_STATUSES: readonly ApprovalStatus[] = ['pending', 'approved', 'rejected', 'expired', 'used'];
+/**
+ * `satisfied`: a pending request that no longer needs a decision, because the
+ * tool's level was raised to the one it asks for (by hand, by an approval for
+ * the conversation, by an agent's approved upgrade), or because the same
+ * principal's identical call ran at the tool's level.
+ */
+export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | 'used' | 'satisfied';
+export const APPROVAL_STATUSES: readonly ApprovalStatus[] = [
+  'pending',
+  'approved',
+  'rejected',
+  'expired',
+  'used',
+  'satisfied',
+];
 export type ApprovalScope = 'once' | 'conversation';
 
 export interface Approval {
@@ -35,9 +48,12 @@ export interface Approval {
   createdAt: number;
   /** Pending: when the request lapses; approved `once`: until when the retry may come; approved `conversation`: when the grant ends (null: never). */
   expiresAt: number | null;
+  /** Who approved or rejected it; for `satisfied`, who raised the level (null: the call ran at its level). */
   decidedBy: string | null;
+  /** When it was approved, rejected or satisfied. */
   decidedAt: number | null;
   scope: ApprovalScope | null;
+  /** A rejection's reason; for `satisfied`, what made the request unnecessary. */
   reason: string | null;
 }
 
@@ -62,8 +78,14 @@ export type Decision =
 /** What the database decides about an approval it was asked to change. */
 export type DecisionOutcome = Approval | 'not_found' | 'not_pending';
 
+/** One principal's identical call, to settle the pending request it left once it ran. */
+export type SettledCall = Pick<ApprovalRequest, 'conversationId' | 'tool' | 'action' | 'argsDigest' | 'requestedBy'>;
+
 export interface ApprovalStore {
-  /** Records the pending request, or returns the identical pending one (one statement decides, across replicas). */
+  /**
+   * Records the pending request, or returns the same principal's identical
+   * pending one (one statement decides, across replicas).
+   */
   request(r: ApprovalRequest, ttlSeconds: number): Promise<Approval>;
   /** undefined when there is no such approval in that conversation. */
   get(conversationId: string, id: string): Promise<Approval | undefined>;
@@ -82,6 +104,8 @@ export interface ApprovalStore {
     level: Level,
     actor: string,
   ): Promise<LevelChange | undefined>;
+  /** Marks that principal's pending request for that call `satisfied` (the call ran without it); how many. */
+  satisfy(call: SettledCall): Promise<number>;
   /** Expires lapsed requests and ends due grants (history row by `expiry`); safe on every replica at once. */
   sweep(): Promise<{ expired: number; reverted: number }>;
 }
@@ -142,7 +166,7 @@ export class ApprovalService {
     private readonly opts: ApprovalServiceOptions,
   ) {}
 
-  /** Records (or reuses) the request for a refused call and returns what the refusal carries. */
+  /** Records (or reuses this principal's) request for a refused call and returns what the refusal carries. */
   async record(p: Principal, r: Omit<ApprovalRequest, 'requestedBy' | 'argsDigest'>): Promise<ApprovalRef> {
     const a = await this.store.request(
       { ...r, argsDigest: argsDigest(r.args), requestedBy: actorOf(p) },
@@ -190,11 +214,33 @@ export class ApprovalService {
             approval: { id: a.id, status: 'pending', expiresAt: a.expiresAt ?? Date.now() },
           }),
         };
+      case 'satisfied':
+        // No decision was taken on it: the call is decided by the tool's level, as any other.
+        return { byLevel: true };
       case 'approved':
         if (a.scope === 'conversation') return { byLevel: true };
         if (lapsed) return { refusal: expired(a) };
         return { once: a };
     }
+  }
+
+  /**
+   * After `p`'s call ran (at the tool's level, or under a `once` approval):
+   * its own pending request for the identical call, if any, is `satisfied`.
+   * Called only when the decision's statement saw one (DecisionContext.waiting).
+   */
+  async satisfied(
+    p: Principal,
+    conversationId: string,
+    call: { tool: string; action: string; args: Record<string, unknown> },
+  ): Promise<void> {
+    await this.store.satisfy({
+      conversationId,
+      tool: call.tool,
+      action: call.action,
+      argsDigest: argsDigest(call.args),
+      requestedBy: actorOf(p),
+    });
   }
 
   /** Consumes an approved `once` approval in the action's transaction: the refusal when another retry took it. */

@@ -301,12 +301,13 @@ export class ConversationManager {
       confidence: how.confidence,
       explicit: how.explicit,
     };
-    // Args are parsed first only to learn a read action's declared resource;
-    // their errors are reported after the permission decision, as before.
     const parsed = action.parseArgs(req.args ?? {});
     const prefetch = parsed.ok && !req.dryRun ? action.prefetch?.(parsed.value) : undefined;
     const creator = !req.dryRun && canCreate(p) ? p.subject : undefined;
-    const ctx = await this.deps.decisions.load(conversationId, action.tool, creator, prefetch);
+    // Does `p` wait on an approval request for this action? Asked in the decision's own statement, and only
+    // for a call that could have been refused for its level (above 1) and will run (not a dry run).
+    const waitingFor = action.level > 1 && !req.dryRun ? { action: action.name, requestedBy: actorOf(p) } : undefined;
+    const ctx = await this.deps.decisions.load(conversationId, action.tool, creator, prefetch, waitingFor);
     // Who may act here is decided from the owner read with the decision: no round trip of its own.
     const owner = ctx.exists ? ctx.owner : canCreate(p) ? p.subject : undefined;
     checkConversationAccess(p, conversationId, owner, 'negotiate', 'negotiate');
@@ -331,6 +332,14 @@ export class ConversationManager {
     if (p.maxLevel !== undefined && action.level > p.maxLevel) {
       return { ...ceiling(p.maxLevel, action.qualifiedName, action.level), alignment, routing };
     }
+    // The args before the level: a call that could not run once approved is refused as what it is, and
+    // no approval request is recorded for it.
+    if (!parsed.ok) {
+      return fail('invalid_args', `Invalid args for ${action.qualifiedName}: ${parsed.path}: ${parsed.message}`, {
+        alignment,
+        routing,
+      });
+    }
     const current = effectiveLevel(ctx.explicitLevel, ctx.legacyLevel).level;
     // A retry under an approval (API.md, Approvals): checked here, consumed in the action's transaction.
     let claim: ExecutionDeps['claim'];
@@ -344,7 +353,14 @@ export class ConversationManager {
       if ('refusal' in verdict) return { ...verdict.refusal, alignment, routing };
       if ('once' in verdict) claim = this.deps.approvals.claimer(verdict.once);
     }
-    if (current < action.level && !claim) {
+    const needsApproval = current < action.level && !claim;
+    // An isolated tool's schema is applied in its worker: asked there before a request is recorded (and on
+    // a dry run); a call that runs has it applied by the run itself.
+    if (action.checkArgs && (needsApproval || req.dryRun)) {
+      const problem = await checkInSandbox(this.deps, action, parsed.value, { alignment, routing });
+      if (problem) return problem;
+    }
+    if (needsApproval) {
       return fail('permission_required', `Permission upgrade required for ${action.qualifiedName}`, {
         requiresApproval: true,
         approvalReason: approvalReason(action.tool, action.name, action.level, current),
@@ -366,20 +382,39 @@ export class ConversationManager {
         routing,
       });
     }
-    if (!parsed.ok) {
-      return fail('invalid_args', `Invalid args for ${action.qualifiedName}: ${parsed.path}: ${parsed.message}`, {
-        alignment,
-        routing,
-      });
-    }
-    if (req.dryRun) {
-      const problem = action.checkArgs
-        ? await checkInSandbox(this.deps, action, parsed.value, { alignment, routing })
-        : undefined;
-      return problem ?? { success: true, alignment, routing };
-    }
+    if (req.dryRun) return { success: true, alignment, routing };
     const deps = claim ? { ...this.deps, claim } : this.deps;
-    return runAction(deps, conversationId, action, parsed.value, { alignment, routing }, ctx.prefetched, keeper, trail);
+    const result = await runAction(
+      deps,
+      conversationId,
+      action,
+      parsed.value,
+      { alignment, routing },
+      ctx.prefetched,
+      keeper,
+      trail,
+    );
+    if (result.success && ctx.waiting) await this.settleWaiting(p, conversationId, action.tool, action.name, req);
+    return result;
+  }
+
+  /**
+   * The call ran, and `p` had a pending request for this action: the one for
+   * these args (if that is the one) no longer waits on anyone. The call has
+   * committed, so a failure here is only logged: the request then lapses.
+   */
+  private async settleWaiting(
+    p: Principal,
+    conversationId: string,
+    tool: string,
+    action: string,
+    req: NegotiateRequest,
+  ): Promise<void> {
+    try {
+      await this.deps.approvals.satisfied(p, conversationId, { tool, action, args: req.args ?? {} });
+    } catch (err) {
+      this.deps.logger.warn({ err, conversationId, tool, action }, 'approvals: a pending request could not be settled');
+    }
   }
 }
 

@@ -72,6 +72,8 @@ export interface DecisionContext {
   explicitLevel: number | null;
   /** With `prefetch`: the resource as read in the same statement, or null when it does not exist. */
   prefetched?: { name: string; resource: Resource | null };
+  /** With `waitingFor`: true when that principal has a pending approval request for that action (any args). */
+  waiting?: boolean;
 }
 
 /** What negotiate reads before it decides: one round trip for a known conversation. */
@@ -80,12 +82,15 @@ export interface DecisionStore {
    * The conversation's policy and legacy level, the tool's explicit level and
    * (`prefetch`) one resource. With `createOwner`, an unknown conversation is
    * created, owned by that subject (one more round trip, once per conversation).
+   * With `waitingFor`, the same statement also says whether that principal
+   * waits on a pending approval request for that action (`waiting`).
    */
   load(
     conversationId: string,
     tool: string,
     createOwner: string | undefined,
     prefetch?: string,
+    waitingFor?: { action: string; requestedBy: string },
   ): Promise<DecisionContext>;
 }
 

@@ -1,7 +1,7 @@
 /**
  * The ApprovalStore port in SQL. Each change is decided by the database:
  * the partial unique index on pending rows makes concurrent refusals of one
- * call meet in one row; a conditional UPDATE … WHERE status = 'approved'
+ * principal's call meet in one row; a conditional UPDATE … WHERE status = 'approved'
  * lets exactly one retry consume a `once` approval; the sweep takes due rows
  * FOR UPDATE SKIP LOCKED, so with several replicas each row is applied once.
  */
@@ -13,6 +13,7 @@ import {
   type ApprovalStore,
   type Decision,
   type DecisionOutcome,
+  type SettledCall,
   newApprovalId,
 } from '../core/approvals';
 import { effectiveLevel } from '../core/permissions';
@@ -70,22 +71,51 @@ function toApproval(r: ApprovalRow): Approval {
 }
 
 /**
- * Inserts the pending request; on the pending row of the same call, returns
- * that one instead (the no-op update makes ON CONFLICT return it), unless it
+ * Inserts the pending request; on the pending row of the same principal's
+ * same call, returns that one instead (the no-op update makes ON CONFLICT return it), unless it
  * has lapsed: then no row, and the caller expires it and tries again.
  */
 const REQUEST = `
   INSERT INTO approvals (id, conversation_id, kind, tool, action, args, args_digest, required_level, current_level,
                          requested_by, expires_at)
   VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, now() + make_interval(secs => $11))
-  ON CONFLICT (conversation_id, kind, tool, action, args_digest) WHERE status = 'pending'
+  ON CONFLICT (conversation_id, kind, tool, action, requested_by, args_digest) WHERE status = 'pending'
   DO UPDATE SET status = approvals.status WHERE approvals.expires_at > now()
   RETURNING ${COLUMNS}`;
 
 const EXPIRE_LAPSED_CALL = `
   UPDATE approvals SET status = 'expired'
-  WHERE conversation_id = $1 AND kind = $2 AND tool = $3 AND action = $4 AND args_digest = $5
+  WHERE conversation_id = $1 AND kind = $2 AND tool = $3 AND action = $4 AND requested_by = $5 AND args_digest = $6
     AND status = 'pending' AND expires_at <= now()`;
+
+/** The principal's identical call ran (without an approval, or under another one): its pending request is settled. */
+const SATISFY_CALL = `
+  UPDATE approvals SET status = 'satisfied', decided_at = now(), reason = 'The same call ran at the tool''s level'
+  WHERE conversation_id = $1 AND kind = 'call' AND tool = $2 AND action = $3 AND requested_by = $4 AND args_digest = $5
+    AND status = 'pending' AND expires_at > now()`;
+
+/**
+ * A level change settles what it makes unnecessary: every principal's
+ * pending request (a call, or an agent's upgrade) of that tool asking for at
+ * most the new level becomes `satisfied`, decided by whoever set the level.
+ * Run in the change's own transaction, by every path that sets a level (by
+ * hand: src/db/permission-store.ts; by an approval: below). $5: an approval
+ * this change decides otherwise (an approval for the conversation), or null.
+ * A lapsed request is left to expire. Lowering a level settles nothing a
+ * refusal could have recorded (it asked for more than the level it saw).
+ * SKIP LOCKED: a request locked now is being decided by someone else (an
+ * approval that locked it and waits for this conversation's lock, which this
+ * change holds); waiting for it would deadlock, and that decision ends it.
+ */
+export const SETTLE_BY_LEVEL = `
+  UPDATE approvals
+  SET status = 'satisfied', decided_by = $4::text, decided_at = now(),
+      reason = format('The tool''s level was set to %s by %s', $3::int, $4::text)
+  WHERE id IN (
+    SELECT id FROM approvals
+    WHERE conversation_id = $1 AND tool = $2 AND status = 'pending' AND required_level <= $3::int
+      AND expires_at > now() AND id IS DISTINCT FROM $5::text
+    FOR UPDATE SKIP LOCKED)`;
 
 /** Ends due grants: the level returns to what it was (no explicit level: the row goes), with a history row by `expiry`. */
 const SWEEP_GRANTS = `
@@ -142,7 +172,9 @@ export class SqlApprovalStore implements ApprovalStore {
       );
       if (res.rows[0]) return toApproval(res.rows[0]);
       if (attempt === 3) throw new Error('An approval request could neither be recorded nor read');
-      await translated(this.pool.query(EXPIRE_LAPSED_CALL, [r.conversationId, r.kind, r.tool, r.action, r.argsDigest]));
+      await translated(
+        this.pool.query(EXPIRE_LAPSED_CALL, [r.conversationId, r.kind, r.tool, r.action, r.requestedBy, r.argsDigest]),
+      );
     }
   }
 
@@ -225,6 +257,13 @@ export class SqlApprovalStore implements ApprovalStore {
     });
   }
 
+  async satisfy(call: SettledCall): Promise<number> {
+    const res = await translated(
+      this.pool.query(SATISFY_CALL, [call.conversationId, call.tool, call.action, call.requestedBy, call.argsDigest]),
+    );
+    return res.rowCount ?? 0;
+  }
+
   async sweep(): Promise<{ expired: number; reverted: number }> {
     const grants = await translated(this.pool.query(SWEEP_GRANTS));
     const requests = await translated(this.pool.query(SWEEP_REQUESTS));
@@ -256,14 +295,11 @@ export class SqlApprovalStore implements ApprovalStore {
   /** The level change of a `conversation` approval; the grant's end (null: none). */
   private async grant(c: Queryable, a: Approval, d: Decision): Promise<Date | null> {
     const until = d.expiresInSeconds === undefined ? null : new Date(Date.now() + d.expiresInSeconds * 1000);
-    await setLevel(
-      c,
-      a.conversationId,
-      a.tool,
-      a.requiredLevel,
-      d.by,
-      until ? { until, raiseOnly: a.kind === 'call' } : { raiseOnly: a.kind === 'call' },
-    );
+    await setLevel(c, a.conversationId, a.tool, a.requiredLevel, d.by, {
+      raiseOnly: a.kind === 'call',
+      ...(until ? { until } : {}),
+      decided: a.id,
+    });
     return until;
   }
 
@@ -287,6 +323,8 @@ export class SqlApprovalStore implements ApprovalStore {
  * and returns to the level before the grant (an active grant's own
  * "before" is kept, so stacked grants end where the first began).
  * `grant.raiseOnly`: a level at or above the target is left alone.
+ * The change settles the pending requests it makes unnecessary
+ * (SETTLE_BY_LEVEL), except `grant.decided`, the approval that made it.
  */
 async function setLevel(
   c: Queryable,
@@ -294,7 +332,7 @@ async function setLevel(
   tool: string,
   level: Level,
   actor: string,
-  grant: { until?: Date; raiseOnly: boolean } | undefined,
+  grant: { until?: Date; raiseOnly: boolean; decided?: string } | undefined,
 ): Promise<LevelChange> {
   const conv = await c.query<{ legacy_level: number | null }>(
     'SELECT legacy_level FROM conversations WHERE id = $1 FOR UPDATE',
@@ -331,6 +369,7 @@ async function setLevel(
     [conversationId, actor, tool, `level-${previousLevel}-to-${level}`],
   );
   await c.query('UPDATE conversations SET updated_at = now() WHERE id = $1', [conversationId]);
+  await c.query(SETTLE_BY_LEVEL, [conversationId, tool, level, actor, grant?.decided ?? null]);
   return { tool, level, previousLevel };
 }
 

@@ -11,12 +11,28 @@ import { prepared, type Queryable } from './sql';
 // the sweep (src/db/approval-store.ts) has put the previous level back: no round trip of its own.
 const LEVEL = 'CASE WHEN p.expires_at <= now() THEN p.revert_to ELSE p.level END AS level';
 
+/**
+ * Whether principal $4 has a pending, unlapsed request for a call of action
+ * $3 (a prefix of approvals_pending_call_key; null $3: never, at the cost of
+ * one index descent that finds nothing). A call that then runs settles it
+ * (src/core/approvals.ts, satisfied): this is what tells negotiate that the
+ * extra statement is worth sending.
+ */
+const WAITING = `EXISTS (
+    SELECT 1 FROM approvals a
+    WHERE a.conversation_id = c.id AND a.kind = 'call' AND a.tool = $2 AND a.action = $3 AND a.requested_by = $4
+      AND a.status = 'pending' AND a.expires_at > now()) AS waiting`;
+
 const DECISION_SELECT = `
-  SELECT c.legacy_level, c.policy, c.owner, ${LEVEL}
+  SELECT c.legacy_level, c.policy, c.owner, ${LEVEL}, ${WAITING}
   FROM conversations c LEFT JOIN tool_permissions p ON p.conversation_id = c.id AND p.tool = $2
   WHERE c.id = $1`;
 
-/** The same, plus the one resource a read action declared it will read. */
+/**
+ * The decision, plus the one resource a read action declared it will read.
+ * Only read-level actions prefetch, and they are never refused for their
+ * level, so nobody can be waiting on an approval for one: no WAITING here.
+ */
 const DECISION_SELECT_PREFETCH = `
   SELECT c.legacy_level, c.policy, c.owner, ${LEVEL},
          r.name, r.data, r.created_by, r.updated_by, r.created_at, r.updated_at, r.version
@@ -45,6 +61,7 @@ type DecisionRow = {
   owner: string | null;
   level: number | null;
   created?: boolean;
+  waiting?: boolean;
 } & Partial<Record<keyof ResourceRow, unknown>>;
 
 export class SqlDecisionStore implements DecisionStore {
@@ -55,11 +72,17 @@ export class SqlDecisionStore implements DecisionStore {
     tool: string,
     createOwner: string | undefined,
     prefetch?: string,
+    waitingFor?: { action: string; requestedBy: string },
   ): Promise<DecisionContext> {
     const db = this.pool;
     const first =
       prefetch === undefined
-        ? await prepared<DecisionRow>(db, 'decision_select', DECISION_SELECT, [conversationId, tool])
+        ? await prepared<DecisionRow>(db, 'decision_select', DECISION_SELECT, [
+            conversationId,
+            tool,
+            waitingFor?.action ?? null,
+            waitingFor?.requestedBy ?? null,
+          ])
         : await prepared<DecisionRow>(db, 'decision_prefetch', DECISION_SELECT_PREFETCH, [
             conversationId,
             tool,
@@ -92,6 +115,8 @@ export class SqlDecisionStore implements DecisionStore {
       ...(problem ? { policyProblem: problem } : {}),
       explicitLevel: row.level,
       ...(prefetched ? { prefetched } : {}),
+      // DECISION_CREATE's row has no `waiting`: a conversation that did not exist a moment ago has no requests.
+      ...(row.waiting ? { waiting: true } : {}),
     };
   }
 }

@@ -7,6 +7,7 @@ import { effectiveLevel, type LevelChange, type PermissionEventView } from '../c
 import type { PermissionStore, StoredLevels } from '../core/ports';
 import type { Level } from '../core/tool-interface';
 import type { PrismaClient } from '../generated/prisma/client';
+import { SETTLE_BY_LEVEL } from './approval-store';
 import { translated } from './sql';
 import { AppError, RESERVED_CONVERSATION_ID, reservedIdError } from '../core/errors';
 
@@ -16,7 +17,8 @@ export class PrismaPermissionStore implements PermissionStore {
   /**
    * The conversation row is locked so concurrent changes of one conversation
    * apply one after the other and each history row records the level it
-   * really replaced.
+   * really replaced. Pending approval requests of the tool that the new
+   * level makes unnecessary are settled in the same transaction.
    */
   async setLevel(
     conversationId: string,
@@ -53,6 +55,8 @@ export class PrismaPermissionStore implements PermissionStore {
           data: { conversationId, tool, fromLevel: previousLevel, toLevel: level, actor, at: now },
         });
         await tx.conversation.update({ where: { id: conversationId }, data: { updatedAt: now } });
+        // The pending approval requests this level makes unnecessary are settled with it (`satisfied`).
+        await tx.$executeRawUnsafe(SETTLE_BY_LEVEL, conversationId, tool, level, actor, null);
         return { tool, level, previousLevel, conversationCreated: inserted === 1 };
       }),
     );

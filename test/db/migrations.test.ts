@@ -18,6 +18,7 @@ const ALL = [
   '20260403000000_audit',
   '20260404000000_reserve_system_chain',
   '20260405000000_audit_seal_in_database',
+  '20260406000000_approvals_per_principal',
 ];
 
 async function query<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {

@@ -183,7 +183,11 @@ describe('an entry per event', () => {
     await negotiate(c, { action: 'create-resource', args: { name: 'doc', data: { v: 1 } } }, 'rid-create').expect(200);
     await negotiate(c, { action: 'read-resource', args: { name: 'doc' } }, 'rid-read').expect(200);
     await negotiate(c, { action: 'read-resource', args: { name: 'nope' } }, 'rid-missing').expect(404);
-    await negotiate(c, { action: 'export-tool/write-export', args: {} }, 'rid-refused').expect(403);
+    await negotiate(
+      c,
+      { action: 'export-tool/write-export', args: { name: 'doc', format: 'json', path: 'doc.json' } },
+      'rid-refused',
+    ).expect(403);
     await negotiate(c, { action: 'update-resource', args: { name: 'doc', data: {} }, dryRun: true }, 'rid-dry').expect(
       200,
     );
