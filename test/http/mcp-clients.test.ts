@@ -23,6 +23,7 @@ import { MultiServerMCPClient } from '@langchain/mcp-adapters';
 import { request } from '../support/auth';
 import { uniqueId } from '../support/ids';
 import { type MintedKey, createConversation, listen, mintAgentKey, mintKey, stopListening } from '../support/identity';
+import { waitFor } from '../support/poll';
 import { type ScratchDir, scratchDir } from '../support/scratch-dir';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { closeMcpSessions } from '../../src/mcp/conversation-mcp';
@@ -75,13 +76,17 @@ interface Host {
   sendsApprovalId: boolean;
   /** Whether the host hands the result's `_meta` to its code. */
   showsMeta: boolean;
-  open(conversationId: string, token: string): Promise<HostSession>;
+  open(conversationId: string, token: string, at?: string): Promise<HostSession>;
 }
 
 let t: TestApp;
+/** A replica on the same database whose approval requests lapse after a second (APPROVAL_TTL_SECONDS). */
+let shortTtl: TestApp;
 let toolsDir: ScratchDir;
 let server: Server | undefined;
+let shortTtlServer: Server | undefined;
 let base: string;
+let shortTtlBase: string;
 let alice: MintedKey;
 
 beforeAll(async () => {
@@ -89,17 +94,22 @@ beforeAll(async () => {
   toolsDir.write('failing-tool.js', FAILING_TOOL);
   t = await createTestApp({ TOOLS_DIR: toolsDir.path, RESOURCE_MAX_BYTES: '1kb' });
   ({ server, base } = await listen(t.app));
+  shortTtl = await createTestApp({ APPROVAL_TTL_SECONDS: '1' }, { replicaOf: t });
+  ({ server: shortTtlServer, base: shortTtlBase } = await listen(shortTtl.app));
   alice = await mintKey(base, 'user', uniqueId('alice'));
 });
 
 afterAll(async () => {
+  if (shortTtl) await closeMcpSessions(shortTtl.services);
+  await stopListening(shortTtlServer);
+  await shortTtl?.close();
   if (t) await closeMcpSessions(t.services);
   await stopListening(server);
   await t?.close();
   toolsDir?.remove();
 });
 
-const mcpUrl = (id: string): URL => new URL(`${base}/conversations/${id}/mcp`);
+const mcpUrl = (id: string, at = base): URL => new URL(`${at}/conversations/${id}/mcp`);
 const auth = (token: string): Record<string, string> => ({ Authorization: `Bearer ${token}` });
 
 interface RawResult {
@@ -128,9 +138,9 @@ const sdkV1: Host = {
   name: '@modelcontextprotocol/sdk 1.32.2',
   sendsApprovalId: true,
   showsMeta: true,
-  async open(id, token) {
+  async open(id, token, at = base) {
     const client = new ClientV1({ name: 'host-v1', version: '1.0.0' });
-    await client.connect(new TransportV1(mcpUrl(id), { requestInit: { headers: auth(token) } }));
+    await client.connect(new TransportV1(mcpUrl(id, at), { requestInit: { headers: auth(token) } }));
     const listed = (await client.listTools()).tools.map((x) => x.name);
     const callTool = (name: string, args: Record<string, unknown>, approvalId?: string): Promise<RawResult> =>
       client.callTool({ name, arguments: args, ...(approvalId ? { _meta: { approvalId } } : {}) });
@@ -147,12 +157,12 @@ const sdkV2: Host = {
   name: '@modelcontextprotocol/client 2.4 (2026-07-28)',
   sendsApprovalId: true,
   showsMeta: true,
-  async open(id, token) {
+  async open(id, token, at = base) {
     const client = new ClientV2(
       { name: 'host-v2', version: '1.0.0' },
       { versionNegotiation: { mode: { pin: '2026-07-28' } } },
     );
-    await client.connect(new TransportV2(mcpUrl(id), { requestInit: { headers: auth(token) } }));
+    await client.connect(new TransportV2(mcpUrl(id, at), { requestInit: { headers: auth(token) } }));
     const listed = (await client.listTools()).tools.map((x) => x.name);
     const callTool = (name: string, args: Record<string, unknown>, approvalId?: string): Promise<RawResult> =>
       client.callTool({ name, arguments: args, ...(approvalId ? { _meta: { approvalId } } : {}) });
@@ -176,10 +186,12 @@ const aiSdk: Host = {
   sendsApprovalId: false,
   // execute() returns the CallToolResult of an isError call as it came.
   showsMeta: true,
-  async open(id, token) {
+  async open(id, token, at = base) {
     // ESM only (the suite runs with --experimental-vm-modules).
     const { createMCPClient } = await import('@ai-sdk/mcp');
-    const client = await createMCPClient({ transport: { type: 'http', url: mcpUrl(id).href, headers: auth(token) } });
+    const client = await createMCPClient({
+      transport: { type: 'http', url: mcpUrl(id, at).href, headers: auth(token) },
+    });
     const tools = (await client.tools()) as unknown as Record<string, AiSdkTool>;
     let calls = 0;
     return {
@@ -207,9 +219,9 @@ const langChain: Host = {
   sendsApprovalId: false,
   // A result's text reaches the model; an isError result is thrown as a ToolException carrying the text.
   showsMeta: false,
-  async open(id, token) {
+  async open(id, token, at = base) {
     const client = new MultiServerMCPClient({
-      mcpServers: { orchestrator: { transport: 'http', url: mcpUrl(id).href, headers: auth(token) } },
+      mcpServers: { orchestrator: { transport: 'http', url: mcpUrl(id, at).href, headers: auth(token) } },
       useStandardContentBlocks: false,
     });
     const tools = (await client.getTools()) as unknown as LangChainTool[];
@@ -272,8 +284,8 @@ async function approve(id: string, approvalId: string, scope: 'once' | 'conversa
 
 describe.each(HOSTS.map((h) => [h.name, h] as const))('%s', (_name, host) => {
   let open: HostSession[] = [];
-  async function start(id: string, token: string): Promise<HostSession> {
-    const session = await host.open(id, token);
+  async function start(id: string, token: string, at = base): Promise<HostSession> {
+    const session = await host.open(id, token, at);
     open.push(session);
     return session;
   }
@@ -395,6 +407,18 @@ describe.each(HOSTS.map((h) => [h.name, h] as const))('%s', (_name, host) => {
       const rejected = await session.call('data-tool_create-resource', { name: 'no', data: 1 }, second);
       expectRefusal(host, rejected, 'approval_rejected');
       expect(rejected.text).toContain('not now');
+    });
+
+    it('approval_expired: a retry under an approval request that lapsed', async () => {
+      const { id, agent } = await conversation();
+      const session = await start(id, agent.token, shortTtlBase);
+      const args = { name: 'late', data: 1 };
+      const approvalId = approvalIdOf(host, await session.call('data-tool_create-resource', args));
+      const { expiresAt } = (
+        await request(base, alice.token).get(`/conversations/${id}/approvals/${approvalId}`).expect(200)
+      ).body as { expiresAt: number };
+      await waitFor('the approval request to lapse', () => Date.now() > expiresAt);
+      expectRefusal(host, await session.call('data-tool_create-resource', args, approvalId), 'approval_expired');
     });
 
     it('level_ceiling: an agent key over its maxLevel (the action is not listed for it; calling it is refused)', async () => {
