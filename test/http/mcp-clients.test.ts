@@ -13,6 +13,8 @@
  * success, each refusal code (its code, and its approval id, in the text the
  * model sees and in `_meta` where the client hands results over whole), the
  * approval retry each can make, and the JSON-RPC error of an unknown tool.
+ * (`@ai-sdk/mcp` declares `engines: node >= 22`; it runs here on Node 20.20 as
+ * on 24. It is ESM only: loaded with import(), under --experimental-vm-modules.)
  */
 import type { Server } from 'node:http';
 import { Client as ClientV1 } from '@modelcontextprotocol/sdk/client/index.js';
