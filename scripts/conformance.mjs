@@ -46,8 +46,6 @@ export const APPLICABLE = [
   'server-stateless',
   'ping',
   'tools-list',
-  'tools-call-simple-text',
-  'tools-call-error',
   'server-sse-multiple-streams',
   'resources-list',
   'sep-2164-resource-not-found',
@@ -62,6 +60,9 @@ export const EXPECTED_FAILURES = {
     // Calls the reference server's `test_missing_capability` tool (one that needs sampling); no tool here needs a client capability.
     'sep-2575-server-rejects-undeclared-capability': 'needs a tool that requires a client capability',
     'sep-2575-missing-capability-http-400': 'needs a tool that requires a client capability',
+    // Call the reference server's `test_streaming_elicitation` and `test_logging_tool`: unknown tools here (-32602).
+    'sep-2575-http-server-no-independent-requests-on-stream': 'needs the test_streaming_elicitation fixture tool',
+    'sep-2575-server-no-log-without-loglevel': 'needs the test_logging_tool fixture tool',
   },
   caching: {
     // This server has no prompts (and does not declare the capability): prompts/list is -32601, as it should be.

@@ -226,7 +226,7 @@ function makeAction(spec: ActionSpec): LoadedAction {
     ...(spec.output ? { outputSchema: objectJsonSchema(spec.output, 'output') } : {}),
     parseArgs: argsParser(spec.schema),
     // The output is not checked here: that would add work to every negotiate. The MCP endpoint
-    // checks what it hands out as structuredContent against outputSchema (conversation-server.ts).
+    // checks what it hands out as structuredContent against outputSchema (tool-results.ts).
     run: spec.run,
     // Only reads may be answered early: a write must see its transaction's state.
     ...(spec.prefetch && spec.level === 1 ? { prefetch: spec.prefetch } : {}),

@@ -92,9 +92,14 @@ export function notFound(app: Express): RequestHandler {
   return (req, res) => {
     const allow = allowedMethods(app, req.path);
     if (allow.length === 0) return sendProblem(res, 'not_found', `No route for ${req.method} ${req.path}`);
-    res.setHeader('Allow', allow.join(', '));
-    sendProblem(res, 'method_not_allowed', `${req.method} is not supported here; use ${allow.join(', ')}`);
+    sendMethodNotAllowed(res, req.method, allow);
   };
+}
+
+/** A 405 for `method` at a path that serves exactly `allow`, listed in the Allow header (RFC 9110, 15.5.6). */
+export function sendMethodNotAllowed(res: Response, method: string, allow: readonly string[]): void {
+  res.setHeader('Allow', allow.join(', '));
+  sendProblem(res, 'method_not_allowed', `${method} is not supported here; use ${allow.join(', ')}`);
 }
 
 /** The body parser's errors (http-errors with a `type`) that have a problem of their own. */

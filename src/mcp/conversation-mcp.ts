@@ -36,7 +36,12 @@ import { type Principal, principalKey } from '../core/principal';
 import type { NegotiationResult } from '../core/negotiation';
 import type { ToolSetChangeCause } from '../core/tool-registry';
 import { bearerTokenOf, principalOf } from '../http/authenticate';
-import { errorHandler as httpErrorHandler, noteNegotiation, sendProblem } from '../http/middleware';
+import {
+  errorHandler as httpErrorHandler,
+  noteNegotiation,
+  sendMethodNotAllowed,
+  sendProblem,
+} from '../http/middleware';
 import type { Services } from '../services';
 import { createConversationServer } from './conversation-server';
 import { createMcpEventBus, type McpEventBus } from './event-bus';
@@ -44,6 +49,14 @@ import { serveLegacyStream } from './legacy-stream';
 import { StreamLimits } from './stream-limits';
 
 export const MCP_PATH = '/conversations/:conversationId/mcp';
+/**
+ * The methods served at MCP_PATH, and so its Allow header: POST (every
+ * JSON-RPC message) and GET (the 2025 notification stream). Not DELETE: it
+ * ends a 2025 session and there is none (the SDK's stateless serving answers
+ * it 405 too); not HEAD, since GET opens a stream; not OPTIONS. Anything else
+ * is a 405 naming these.
+ */
+export const MCP_METHODS = ['GET', 'POST'] as const;
 export const METADATA_PATH = '/.well-known/oauth-protected-resource/conversations/:conversationId/mcp';
 
 export interface McpRouterOptions {
@@ -170,8 +183,8 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     // The conversation's agent keys, its owner and admins; anyone else learns nothing of it.
     const principal = principalOf(req);
     const message = req.body as { jsonrpc?: unknown; method?: unknown } | undefined;
-    // Only a JSON-RPC request creates the conversation on first use (as negotiate does); a stream, a
-    // DELETE or a body the SDK will refuse only checks access.
+    // Only a JSON-RPC request creates the conversation on first use (as negotiate does); a stream or a
+    // body the SDK will refuse only checks access.
     const creates = req.method === 'POST' && message?.jsonrpc === '2.0' && typeof message.method === 'string';
     if (!creates) {
       await services.access.check(principal, conversationId, 'negotiate', 'use the MCP endpoint');
@@ -249,7 +262,10 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
   }
 
   const router = Router() as McpRouter;
+  const notAllowed = (req: Request, res: Response): void => sendMethodNotAllowed(res, req.method, MCP_METHODS);
   const endpoint = (req: Request, res: Response): void => {
+    // Express hands HEAD to the GET route.
+    if (req.method === 'HEAD') return notAllowed(req, res);
     handle(req, res).catch((err: unknown) => {
       if (err instanceof AppError || isUnavailable(err)) {
         // The access decision (404/403) or the database's trouble (503): problem+json like every endpoint.
@@ -279,7 +295,8 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
   });
   router.post(MCP_PATH, endpoint);
   router.get(MCP_PATH, endpoint);
-  router.delete(MCP_PATH, endpoint);
+  // Every other method, OPTIONS included (express would answer it itself, listing what the router has).
+  router.all(MCP_PATH, notAllowed);
 
   router.close = async () => {
     if (closed) return;

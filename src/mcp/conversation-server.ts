@@ -7,25 +7,15 @@
  * approvals, audit and transactions. Resources are the conversation's shared
  * context, read-only.
  */
-import {
-  type CallToolResult,
-  fromJsonSchema,
-  type JsonSchemaType,
-  ProtocolError,
-  ProtocolErrorCode,
-  ResourceNotFoundError,
-  Server,
-} from '@modelcontextprotocol/server';
+import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server } from '@modelcontextprotocol/server';
 import type { NegotiationResult } from '../core/negotiation';
 import type { Principal } from '../core/principal';
 import { isValidId } from '../core/resource-names';
-import { isSpecialAction } from '../core/special-actions';
 import type { Resource } from '../core/tool-interface';
-import type { LoadedAction } from '../core/tool-module';
-import type { ToolSet } from '../core/tool-registry';
 import { isDatabaseUnavailable } from '../db/database';
 import type { Services } from '../services';
 import { mcpToolDefinitions } from './tool-definitions';
+import { callResult, unknownToolError } from './tool-results';
 
 export const SERVER_NAME = 'tool-orchestrator';
 export const SERVER_VERSION = '0.1.0';
@@ -61,71 +51,11 @@ export function parseResourceUri(uri: string): { conversationId: string; name: s
   }
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return false;
-  const proto = Object.getPrototypeOf(value) as object | null;
-  // Any realm's Object.prototype: a TOOLS_DIR tool's output is rebuilt from its worker thread's message,
-  // which under jest's vm sandbox is not the Object.prototype this module sees.
-  return proto === null || Object.getPrototypeOf(proto) === null;
-}
-
-/** A tool result from negotiate's outcome. */
-export function toolResult(result: NegotiationResult): CallToolResult {
-  if (result.success) {
-    const output = result.output ?? null;
-    return {
-      content: [{ type: 'text', text: JSON.stringify(output) }],
-      ...(isPlainObject(output) ? { structuredContent: output } : {}),
-    };
-  }
-  const text =
-    result.code === 'permission_required' && result.approvalReason
-      ? result.approval
-        ? // Named so a host can show it, and the owner approve it (API.md, Approvals).
-          `${result.approvalReason} Approval id: ${result.approval.id} (pending until ${new Date(result.approval.expiresAt).toISOString()}); ` +
-          `once approved, call again with _meta.approvalId = "${result.approval.id}".`
-        : result.approvalReason
-      : (result.error ?? 'The action failed');
-  return {
-    isError: true,
-    content: [{ type: 'text', text }],
-    // Machine-readable too: the code, and suggestions/candidates when negotiate gave them.
-    structuredContent: { ...result },
-  };
-}
-
-/** Validators of declared output schemas, per loaded action (a reload makes new actions, so none goes stale). */
-const outputValidators = new WeakMap<LoadedAction, ReturnType<typeof fromJsonSchema>>();
-
-/**
- * Why a successful output does not conform to its action's declared
- * `outputSchema`, or undefined when it does (or none is declared). A client
- * validates `structuredContent` against the listed schema, so a result
- * handed out must conform.
- */
-async function outputIssue(set: ToolSet, result: NegotiationResult): Promise<string | undefined> {
-  if (!result.success || !result.routing) return undefined;
-  const { tool, action } = result.routing;
-  const loaded = set.byName.get(tool)?.actions.find((a) => a.name === action);
-  if (!loaded?.outputSchema) return undefined;
-  let validator = outputValidators.get(loaded);
-  if (!validator) outputValidators.set(loaded, (validator = fromJsonSchema(loaded.outputSchema as JsonSchemaType)));
-  const checked = await validator['~standard'].validate(result.output);
-  if (!checked.issues) return undefined;
-  const first = checked.issues[0];
-  const path = (first?.path ?? []).map((p) => (typeof p === 'object' ? String(p.key) : String(p))).join('.');
-  return `${tool}/${action} returned output that does not match its outputSchema${path ? ` at ${path}` : ''}: ${first?.message ?? 'invalid'}`;
-}
-
 /** `_meta.approvalId`: undefined when absent, null when it is not an id. */
 function approvalIdOf(meta: Record<string, unknown> | undefined): string | undefined | null {
   const id = meta?.approvalId;
   if (id === undefined) return undefined;
   return typeof id === 'string' && isValidId(id) ? id : null;
-}
-
-function refused(text: string): CallToolResult {
-  return { isError: true, content: [{ type: 'text', text }] };
 }
 
 /**
@@ -179,12 +109,15 @@ export function createConversationServer(
     const { name, arguments: args } = request.params;
     // A retry under an approval names it in the request's _meta (the args stay the action's own).
     const approvalId = approvalIdOf(request.params._meta);
-    if (approvalId === null) return refused('_meta.approvalId must be an approval id (1 to 128 of A-Z a-z 0-9 : _ -)');
-    if (isSpecialAction(name)) {
-      return refused(
-        `${name.slice(0, 64)} is not available over MCP: only the conversation owner upgrades or lists tools (REST or negotiate)`,
+    if (approvalId === null) {
+      throw new ProtocolError(
+        ProtocolErrorCode.InvalidParams,
+        'Invalid params: _meta.approvalId must be an approval id (1 to 128 of A-Z a-z 0-9 : _ -)',
       );
     }
+    // A name that is no tool of this server is a protocol error (-32602), never routed.
+    const unknown = unknownToolError(catalog.snapshot().set, name);
+    if (unknown) throw unknown;
     try {
       const result = await manager.negotiate(
         principal,
@@ -193,12 +126,9 @@ export function createConversationServer(
         { meta: { requestId } },
       );
       onNegotiated?.(result);
-      const issue = await outputIssue(catalog.snapshot().set, result);
-      if (issue) {
-        log.error({ tool: result.routing?.tool, action: result.routing?.action }, issue);
-        return { isError: true, content: [{ type: 'text', text: issue }], structuredContent: { code: 'tool_error' } };
-      }
-      return toolResult(result);
+      return await callResult(catalog.snapshot().set, result, (issue) =>
+        log.error({ tool: result.routing?.tool, action: result.routing?.action }, issue),
+      );
     } catch (err) {
       throw internal(err, 'tools/call');
     }

@@ -486,7 +486,8 @@ describe('over MCP', () => {
       const args = { name: 'via-mcp', data: { x: 1 } };
       const refused = await mcp.client.callTool({ name: 'data-tool_create-resource', arguments: args });
       expect(refused.isError).toBe(true);
-      const approval = (refused.structuredContent as { approval: { id: string } }).approval;
+      expect(refused.structuredContent).toBeUndefined();
+      const approval = (refused._meta as { approval: { id: string } }).approval;
       const text = (refused.content as { type: string; text: string }[])[0]!.text;
       expect(text).toContain(approval.id);
       expect(text).toMatch(/^Permission upgrade required/);
@@ -505,7 +506,7 @@ describe('over MCP', () => {
         arguments: args,
         _meta: { approvalId: approval.id },
       });
-      expect((again.structuredContent as { code: string }).code).toBe('approval_used');
+      expect((again._meta as { code: string }).code).toBe('approval_used');
     } finally {
       await mcp.close();
     }

@@ -242,7 +242,7 @@ describe('a known path with an unsupported method', () => {
     ['delete', '/tools', 'GET, HEAD'],
     ['patch', '/conversations/c1', 'DELETE, GET, HEAD'],
     ['post', '/healthz', 'GET, HEAD'],
-    ['put', '/conversations/c1/mcp', 'DELETE, GET, HEAD, POST'],
+    ['put', '/conversations/c1/mcp', 'GET, POST'],
     ['get', '/conversations/c1/negotiate', 'POST'],
   ] as const)('%s %s is 405 with Allow: %s', async (method, path, allow) => {
     const res = await request(t.app)[method](path);

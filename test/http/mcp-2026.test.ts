@@ -159,16 +159,19 @@ describe('tools/call', () => {
     expect(add.content).toEqual([{ type: 'text', text: JSON.stringify({ result: 5 }) }]);
   });
 
-  it('a write before an upgrade is an isError result naming the approval reason; the special actions are refused', async () => {
+  it('a write before an upgrade is an isError result naming the approval reason; the special actions are unknown tools (-32602)', async () => {
     const id = uniqueId('mcp26-upgrade');
     const client = await connect(id);
     const refused = await client.callTool({ name: 'data-tool_create-resource', arguments: { name: 'n', data: 1 } });
     expect(refused.isError).toBe(true);
     expect(JSON.stringify(refused.content)).toContain('upgrade:data-tool:level-2');
     await request(t.app).get(`/conversations/${id}/resources/n`).expect(404);
-    const special = await client.callTool({ name: 'upgrade:data-tool:level-3', arguments: {} });
-    expect(special.isError).toBe(true);
-    expect(JSON.stringify(special.content)).toContain('not available over MCP');
+    await expect(client.callTool({ name: 'upgrade:data-tool:level-3', arguments: {} })).rejects.toEqual(
+      expect.objectContaining({
+        code: -32602,
+        message: expect.stringContaining('Unknown tool: upgrade:data-tool:level-3 (') as unknown,
+      }),
+    );
   });
 });
 
@@ -254,12 +257,16 @@ describe('JSON-RPC errors of the revision', () => {
     const id = uniqueId('mcp26-nocreate');
     const user = await mintKey(base, 'user', uniqueId('mcp26-user'));
     const auth = { Authorization: `Bearer ${user.token}` };
-    for (const method of ['GET', 'DELETE']) {
+    // A GET is access-checked (the id is not this user's: 404); DELETE is not served here at all (405).
+    for (const [method, status] of [
+      ['GET', 404],
+      ['DELETE', 405],
+    ] as const) {
       const res = await fetch(mcpUrl(id), {
         method,
         headers: { ...auth, 'mcp-protocol-version': '2025-11-25', accept: 'text/event-stream' },
       });
-      expect(res.status).toBe(404);
+      expect(res.status).toBe(status);
       await res.body?.cancel();
     }
     // Access is decided before the body: the id is not this user's (yet), so 404 rather than 415.

@@ -224,9 +224,10 @@ describe('tools/call', () => {
     expect(refused.isError).toBe(true);
     expect(text(refused)).toMatch(/^Permission upgrade required/);
     expect(text(refused)).toContain('upgrade:data-tool:level-2');
-    expect(refused.structuredContent).toEqual(
-      expect.objectContaining({ code: 'permission_required', requiresApproval: true }),
-    );
+    // The code in _meta and the text, never as structuredContent (the action's outputSchema does not describe it).
+    expect(refused.structuredContent).toBeUndefined();
+    expect(refused._meta).toEqual(expect.objectContaining({ code: 'permission_required', requiresApproval: true }));
+    expect(text(refused)).toContain('[code: permission_required]');
     await request(t.app).get(`/conversations/${id}/resources/notes`).expect(404);
 
     await request(t.app).put(`/conversations/${id}/permissions/data-tool`).send({ level: 2 }).expect(200);
@@ -243,15 +244,20 @@ describe('tools/call', () => {
     expect(stored.body.data).toEqual({ items: [1, 2, 3] });
   });
 
-  it('refuses the special actions without routing them: no upgrade happens over MCP', async () => {
+  it('refuses the special actions without routing them (unknown tools, -32602): no upgrade happens over MCP', async () => {
     const id = uniqueId('mcp-special');
     const negotiate = jest.spyOn(t.services.manager, 'negotiate');
     try {
       const { client } = await connect(id);
       for (const name of ['upgrade:data-tool:level-3', 'list-tools', 'UPGRADE:data-tool:level-2']) {
-        const res = await call(client, name);
-        expect(res.isError).toBe(true);
-        expect(text(res)).toContain('not available over MCP');
+        const err = await call(client, name).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(err).toBeInstanceOf(McpError);
+        expect((err as McpError).code).toBe(ErrorCode.InvalidParams);
+        expect((err as McpError).message).toContain(`Unknown tool: ${name} (`);
+        expect((err as McpError).message).toContain('not exposed over MCP');
       }
       expect(negotiate).not.toHaveBeenCalled();
     } finally {
@@ -272,15 +278,31 @@ describe('tools/call', () => {
     const { client } = await connect(uniqueId('mcp-args'));
     const res = await call(client, 'calculator_add', { a: 'two', b: 3 });
     expect(res.isError).toBe(true);
-    expect(text(res)).toMatch(/^Invalid args for calculator\/add: a: /);
-    expect(res.structuredContent).toEqual(expect.objectContaining({ code: 'invalid_args' }));
+    expect(text(res)).toMatch(/^Invalid args for calculator\/add: a: .* \[code: invalid_args\]$/);
+    expect(res.structuredContent).toBeUndefined();
+    expect(res._meta).toEqual(expect.objectContaining({ code: 'invalid_args' }));
   });
 
-  it('an unknown tool is an isError result with no_tool', async () => {
+  it('an unknown tool is the JSON-RPC error -32602 naming the whole name, never routed', async () => {
     const { client } = await connect(uniqueId('mcp-unknown'));
-    const res = await call(client, 'no-such-tool_frobnicate');
-    expect(res.isError).toBe(true);
-    expect(res.structuredContent).toEqual(expect.objectContaining({ code: expect.stringMatching(/_tool$/) }));
+    const negotiate = jest.spyOn(t.services.manager, 'negotiate');
+    try {
+      // No such tool; a tool without that action; a near miss negotiate's lenient routing would have taken.
+      for (const name of ['no-such-tool_frobnicate', 'calculator_frobnicate', 'calculator/add', 'Calculator_Add']) {
+        const err = await call(client, name).then(
+          () => undefined,
+          (e: unknown) => e,
+        );
+        expect(err).toBeInstanceOf(McpError);
+        expect([(err as McpError).code, (err as McpError).message]).toEqual([
+          ErrorCode.InvalidParams,
+          `MCP error -32602: Unknown tool: ${name}`,
+        ]);
+      }
+      expect(negotiate).not.toHaveBeenCalled();
+    } finally {
+      negotiate.mockRestore();
+    }
   });
 
   it('database trouble during a call is a JSON-RPC error, and the session stays usable', async () => {
@@ -319,7 +341,7 @@ describe('policy', () => {
     const res = await call(client, 'calculator_add', { a: 1, b: 2 });
     expect(res.isError).toBe(true);
     expect(text(res)).toContain('denied');
-    expect(res.structuredContent).toEqual(expect.objectContaining({ code: 'denied', alignment: 'contradiction' }));
+    expect(res._meta).toEqual(expect.objectContaining({ code: 'denied', alignment: 'contradiction' }));
 
     // Another conversation is not affected.
     const other = await connect(uniqueId('mcp-nopolicy'));
@@ -441,10 +463,21 @@ describe('stateless serving', () => {
     }
   });
 
-  it('DELETE (2025 session termination) is 405: there is no session to end', async () => {
-    const res = await raw('DELETE', uniqueId('mcp-delete'));
-    expect(res.status).toBe(405);
-    await res.text();
+  it('DELETE (2025 session termination) is 405: there is no session to end; every 405 here names GET and POST', async () => {
+    const id = uniqueId('mcp-delete');
+    // RFC 9110: Allow lists exactly what the path serves. GET and POST are served (not 405); nothing else is,
+    // DELETE included (the SDK's stateless serving would answer it 405 too), nor HEAD (GET opens a stream).
+    for (const method of ['DELETE', 'PUT', 'PATCH', 'HEAD', 'OPTIONS']) {
+      const res = await raw(method, id);
+      expect([method, res.status, res.headers.get('allow')]).toEqual([method, 405, 'GET, POST']);
+      if (method !== 'HEAD') expect(await res.json()).toEqual(expect.objectContaining({ code: 'method_not_allowed' }));
+    }
+    const get = await fetch(mcpUrl(id), { headers: { accept: 'text/event-stream', ...bearer() } });
+    expect(get.status).toBe(200);
+    await get.body?.cancel();
+    const post = await raw('POST', id, undefined, { jsonrpc: '2.0', id: 1, method: 'ping' });
+    expect(post.status).toBe(200);
+    await post.text();
   });
 
   it('the GET stream needs Accept: text/event-stream, and is no 2026-07-28 method', async () => {

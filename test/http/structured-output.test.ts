@@ -177,13 +177,21 @@ describe('over MCP', () => {
     },
   );
 
-  it.each(['measure-tool_broken-promise', 'measure-tool_extra-keys'])(
-    '%s: an output that breaks its declared schema is an isError result (tool_error), never structuredContent',
-    async (name) => {
-      const client = await modern(uniqueId('structured-broken'));
-      const result = await client.callTool({ name, arguments: {} });
+  it.each([
+    ['2026-07-28 (SDK v2)', modern, 'measure-tool_broken-promise'],
+    ['2026-07-28 (SDK v2)', modern, 'measure-tool_extra-keys'],
+    ['2025-11-25 (SDK v1)', legacy, 'measure-tool_broken-promise'],
+    ['2025-11-25 (SDK v1)', legacy, 'measure-tool_extra-keys'],
+  ] as const)(
+    '%s: %s, an output that breaks its declared schema, is an isError result (tool_error), never structuredContent',
+    async (_era, connect, name) => {
+      const client = await connect(uniqueId('structured-broken'));
+      // Listed first, as hosts do: the clients then check results against the listed outputSchema.
+      expect((await client.listTools()).tools.find((x) => x.name === name)?.outputSchema).toBeDefined();
+      const result = (await client.callTool({ name, arguments: {} })) as CallToolResult;
       expect(result.isError).toBe(true);
-      expect(result.structuredContent).toEqual({ code: 'tool_error' });
+      expect(result.structuredContent).toBeUndefined();
+      expect(result._meta).toEqual(expect.objectContaining({ success: false, code: 'tool_error' }));
       expect(JSON.stringify(result.content)).toContain('does not match its outputSchema');
     },
   );
