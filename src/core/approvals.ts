@@ -136,6 +136,8 @@ export interface RetriedCall {
   tool: string;
   action: string;
   args: Record<string, unknown>;
+  /** Who retries (actorOf): an approval covers the call of the principal that requested it, no other's. */
+  requestedBy: string;
 }
 
 /** A retry's verdict: refused (with the result to answer), or allowed to run by consuming a `once` approval. */
@@ -189,6 +191,15 @@ export class ApprovalService {
         refusal: fail(
           'approval_mismatch',
           `Approval ${a.id} is for ${a.kind === 'upgrade' ? a.action : `${a.tool}/${a.action}`} with other args (digest ${a.argsDigest.slice(0, 12)}…); it covers exactly that call`,
+        ),
+      };
+    }
+    if (a.requestedBy !== call.requestedBy) {
+      // Requests are per principal: another caller's approval (its id learnt somehow) covers nothing of this one's.
+      return {
+        refusal: fail(
+          'approval_mismatch',
+          `Approval ${a.id} was requested by another caller; it covers that caller's call only`,
         ),
       };
     }

@@ -212,6 +212,7 @@ export class ConversationManager {
         tool,
         action,
         args: {},
+        requestedBy: actorOf(p),
       });
       if ('refusal' in verdict) return { ...verdict.refusal, alignment: 'agnostic' };
       if ('once' in verdict && !req.dryRun) {
@@ -349,6 +350,7 @@ export class ConversationManager {
         tool: action.tool,
         action: action.name,
         args: req.args ?? {},
+        requestedBy: actorOf(p),
       });
       if ('refusal' in verdict) return { ...verdict.refusal, alignment, routing };
       if ('once' in verdict) claim = this.deps.approvals.claimer(verdict.once);

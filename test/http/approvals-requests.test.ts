@@ -139,6 +139,11 @@ describe('an identical call refused for several principals', () => {
       .expect(200);
     const retry = await negotiate(token.agent, id, { ...CREATE('same'), approvalId: ids.agent });
     expect([retry.status, retry.body.code, retry.body.approval?.id]).toEqual([403, 'permission_required', ids.agent]);
+    // Nor can the agent run the call under the admin's approval: it covers the admin's call only.
+    const borrowed = await negotiate(token.agent, id, { ...CREATE('same'), approvalId: ids.admin });
+    expect([borrowed.status, borrowed.body.code]).toEqual([409, 'approval_mismatch']);
+    expect(borrowed.body.error).toContain('requested by another caller');
+    expect((await approval(id, ids.admin)).status).toBe('approved');
     expect((await negotiate(token.admin, id, { ...CREATE('same'), approvalId: ids.admin })).status).toBe(200);
     expect((await approval(id, ids.admin)).status).toBe('used');
     expect((await approval(id, ids.agent)).status).toBe('pending');

@@ -3,7 +3,8 @@
  * Client (a named statement by its name, other text as it is). Left out:
  * what runs in the background whatever the request (the authenticator's
  * revocation poll, and the audit's batch writes and seals, which run on
- * timers: every statement of a connection that ran one of them is theirs).
+ * timers: such a statement, and the COMMIT or ROLLBACK that ends its
+ * transaction on the same connection).
  */
 import { Client } from 'pg';
 
@@ -34,11 +35,21 @@ export async function sqlStatements(fn: () => Promise<unknown>): Promise<string[
       q: c[0],
       client: spy.mock.contexts[i],
     }));
-    const background = new Set(calls.filter((c) => isAuditBackground(c.q)).map((c) => c.client));
-    return calls
-      .filter((c) => !background.has(c.client))
-      .map((c) => nameOf(c.q))
-      .filter((name) => name !== 'key_revoked_within');
+    // A background statement, and the COMMIT or ROLLBACK its connection sends next, are the audit's; the
+    // pool may hand that connection to a request before or after, whose statements still count.
+    const closing = new Set<unknown>();
+    const own = calls.filter((c) => {
+      if (isAuditBackground(c.q)) {
+        if (!/; COMMIT$/.test(textOf(c.q))) closing.add(c.client);
+        return false;
+      }
+      if (closing.has(c.client) && /^(COMMIT|ROLLBACK)$/i.test(textOf(c.q))) {
+        closing.delete(c.client);
+        return false;
+      }
+      return true;
+    });
+    return own.map((c) => nameOf(c.q)).filter((name) => name !== 'key_revoked_within');
   } finally {
     spy.mockRestore();
   }
