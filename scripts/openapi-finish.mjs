@@ -32,7 +32,7 @@
  *    A value of any JSON type (`unknown`: metadata values, resource data,
  *    args) cannot say it in OpenAPI 3.0: its description does.
  * 5. Rules tsoa's JSDoc cannot attach to one field (SCHEMA_RULES): a rule
- *    between two fields, or on an object's keys.
+ *    between two fields.
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 
@@ -263,8 +263,9 @@ const SCHEMA_RULES = {
       { properties: { subject: { not: { type: 'string', enum: ['admin'] } } } },
     ],
   },
-  // src/http/input-checks.ts: a `__proto__` key would become the copy's prototype (the data lost).
-  JsonObject: { not: { required: ['__proto__'] } },
+  // Not here: JsonObject's `__proto__` rule. As `not: {required: ['__proto__']}` every
+  // JavaScript validator (ajv: `data.__proto__ !== undefined`) would refuse every object; its
+  // description says it.
 };
 
 function applySchemaRules(spec) {

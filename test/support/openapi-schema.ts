@@ -27,6 +27,7 @@ export interface Schema {
   anyOf?: Schema[];
   not?: Schema;
   nullable?: boolean;
+  description?: string;
   [key: string]: unknown;
 }
 
