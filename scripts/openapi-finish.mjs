@@ -17,7 +17,8 @@
  *    (src/app.ts, src/http): tsoa knows only each controller's own
  *    @Response list, so an operation that does not repeat them would not
  *    declare them. Each is added where the operation lacks it (its own
- *    wording, if it has one, is kept): 400 for a URL that does not decode or
+ *    wording, if it has one, is kept), as a reference to one response in
+ *    components.responses: 400 for a URL that does not decode or
  *    holds a NUL or lone surrogate (checkUrl), 403 for a Host or Origin that
  *    is not the service's (hostOriginGuard), 500 (errorHandler); on every
  *    operation with security 401 (authenticate), 429 (the per-principal and

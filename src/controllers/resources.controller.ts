@@ -42,7 +42,11 @@ export interface ResourcePage {
 }
 
 export interface PutResourceBody {
-  /** Any JSON value; its JSON text must fit RESOURCE_MAX_BYTES. */
+  /**
+   * Any JSON value the database can store (no NUL character or lone surrogate
+   * in its strings or keys, no `__proto__` key, nesting at most 64 levels); its
+   * JSON text must fit RESOURCE_MAX_BYTES.
+   */
   data: unknown;
 }
 
