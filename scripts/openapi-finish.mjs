@@ -16,9 +16,11 @@
  * 3. The statuses the middleware in front of every route answers
  *    (src/app.ts, src/http): tsoa knows only each controller's own
  *    @Response list, so an operation that does not repeat them would not
- *    declare them. Each is added where the operation lacks it (its own
- *    wording, if it has one, is kept), as a reference to one response in
- *    components.responses: 400 for a URL that does not decode or
+ *    declare them. Each is added where the operation lacks it, as a
+ *    reference to one response in components.responses; where it has its
+ *    own, the middleware's problem+json is added to its media types if
+ *    missing (negotiate's 403 and 500 are NegotiationResults of their own),
+ *    and a 403 names the Host/Origin refusal too: 400 for a URL that does not decode or
  *    holds a NUL or lone surrogate (checkUrl), 403 for a Host or Origin that
  *    is not the service's (hostOriginGuard), 500 (errorHandler); on every
  *    operation with security 401 (authenticate), 429 (the per-principal and
@@ -92,6 +94,8 @@ function problemResponse(status, code, description, detail, headers) {
   };
 }
 
+const FOREIGN = "A Host or Origin that is not this service's (ALLOWED_HOSTS, ALLOWED_ORIGINS)";
+
 /** Step 3: [status, name in components.responses, applies to (operation, is secured), the response]. */
 const MIDDLEWARE_RESPONSES = [
   [
@@ -120,7 +124,7 @@ const MIDDLEWARE_RESPONSES = [
     problemResponse(
       403,
       'forbidden',
-      'A Host or Origin that is not this service (ALLOWED_HOSTS, ALLOWED_ORIGINS)',
+      FOREIGN,
       'Host "attacker.example" is not a name of this service; the names are configured in ALLOWED_HOSTS',
     ),
   ],
@@ -179,8 +183,17 @@ function addMiddlewareResponses(operation, rootSecurity, used) {
   const security = operation.security ?? rootSecurity ?? [];
   const secured = security.length > 0 && security.every((requirement) => Object.keys(requirement).length > 0);
   let added = false;
-  for (const [status, name, applies] of MIDDLEWARE_RESPONSES) {
-    if (operation.responses[status] || !applies(operation, secured)) continue;
+  for (const [status, name, applies, response] of MIDDLEWARE_RESPONSES) {
+    if (!applies(operation, secured)) continue;
+    const own = operation.responses[status];
+    if (own) {
+      // The middleware answers problem+json, also where the operation's own answer is a NegotiationResult.
+      if (own.content && !own.content[PROBLEM_JSON])
+        own.content[PROBLEM_JSON] = structuredClone(response.content[PROBLEM_JSON]);
+      if (status === '403' && !/Origin/.test(own.description))
+        own.description += `; or ${FOREIGN.replace(/^A /, 'a ')}`;
+      continue;
+    }
     operation.responses[status] = { $ref: `#/components/responses/${name}` };
     used.add(name);
     added = true;

@@ -162,7 +162,13 @@ export class ResourcesController extends Controller {
     validationFailedExample,
     PROBLEM_JSON,
   )
-  @Response<Problem>(404, 'The conversation was deleted while the write ran', resourceNotFoundExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'An agent may only read resources', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'A conversation the caller may not see, or one deleted while the write ran',
+    resourceNotFoundExample,
+    PROBLEM_JSON,
+  )
   @Response<Problem>(
     412,
     'If-Match or If-None-Match failed: If-Match names no current version, or If-None-Match names the current one (`*`: it exists)',

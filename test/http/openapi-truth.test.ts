@@ -15,6 +15,7 @@ import { uniqueId } from '../support/ids';
 import {
   type Operation,
   type Schema,
+  declaredResponse,
   invalidity,
   isSecured,
   operations,
@@ -81,11 +82,16 @@ function operationOf(method: string, path: string): Operation {
   return op;
 }
 
-/** The answer's status must be one the operation declares. */
+/** The answer's status must be one the operation declares, and its media type one declared for that status. */
 function expectDeclared(res: Response, method: string, path: string): void {
-  const declared = Object.keys(operationOf(method, path).responses);
+  const responses = operationOf(method, path).responses;
   const what = `${method.toUpperCase()} ${path} answered ${res.status} ${JSON.stringify(res.body).slice(0, 200)}`;
-  expect({ what, declared: declared.includes(String(res.status)) }).toEqual({ what, declared: true });
+  const declared = responses[String(res.status)];
+  expect({ what, declared: declared !== undefined }).toEqual({ what, declared: true });
+  const type = String(res.headers['content-type'] ?? '').split(';')[0];
+  if (!type) return;
+  const media = Object.keys(declaredResponse(declared!).content ?? {});
+  expect({ what, type, declared: media.includes(type) }).toEqual({ what, type, declared: true });
 }
 
 type Method = 'get' | 'post' | 'put' | 'delete' | 'patch' | 'options' | 'head';
@@ -122,6 +128,13 @@ describe('every operation', () => {
     const res = await send(o.method as Method, path, null);
     if (isSecured(o.op)) expect(res.status).toBe(401);
     else expect(res.status).not.toBe(401);
+    expectDeclared(res, o.method, path);
+  });
+
+  it.each(byName)('%s from a foreign Origin: a declared 403', async (_name, o) => {
+    const path = concrete(o.path);
+    const res = await send(o.method as Method, path).set('Origin', 'https://attacker.example');
+    expect(res.status).toBe(403);
     expectDeclared(res, o.method, path);
   });
 

@@ -42,13 +42,13 @@ export interface Operation {
   security?: Record<string, string[]>[];
   parameters?: Parameter[];
   requestBody?: { content: Record<string, { schema: Schema }> };
-  responses: Record<string, { $ref?: string; headers?: Record<string, unknown> }>;
+  responses: Record<string, ResponseObject>;
 }
 
 export interface Spec {
   security?: Record<string, string[]>[];
   paths: Record<string, Record<string, Operation>>;
-  components: { schemas: Record<string, Schema>; responses?: Record<string, unknown> };
+  components: { schemas: Record<string, Schema>; responses?: Record<string, ResponseObject> };
 }
 
 export const spec = JSON.parse(readFileSync(join(ROOT, 'openapi', 'openapi.json'), 'utf8')) as Spec;
@@ -79,6 +79,22 @@ export function templateOf(path: string): string | undefined {
   });
   const literals = (t: string) => t.split('/').filter((p) => !p.startsWith('{')).length;
   return candidates.sort((a, b) => literals(b) - literals(a))[0];
+}
+
+export interface ResponseObject {
+  $ref?: string;
+  description?: string;
+  headers?: Record<string, unknown>;
+  content?: Record<string, { schema?: Schema }>;
+}
+
+/** A response, its `$ref` to components.responses followed. */
+export function declaredResponse(response: ResponseObject): ResponseObject {
+  if (!response.$ref) return response;
+  const name = response.$ref.replace('#/components/responses/', '');
+  const target = spec.components.responses?.[name] as ResponseObject | undefined;
+  if (!target) throw new Error(`unresolved ${response.$ref}`);
+  return target;
 }
 
 export function resolve(schema: Schema): Schema {
