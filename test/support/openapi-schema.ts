@@ -92,7 +92,7 @@ export interface ResponseObject {
 export function declaredResponse(response: ResponseObject): ResponseObject {
   if (!response.$ref) return response;
   const name = response.$ref.replace('#/components/responses/', '');
-  const target = spec.components.responses?.[name] as ResponseObject | undefined;
+  const target = spec.components.responses?.[name];
   if (!target) throw new Error(`unresolved ${response.$ref}`);
   return target;
 }
