@@ -12,7 +12,7 @@ import { checkJsonBody, checkUrl, requireJsonBody, verifyUtf8 } from './http/inp
 import { authenticate } from './http/authenticate';
 import { hostOriginGuard } from './http/host-origin';
 import { failedAuthLimiter, principalRateLimit } from './http/rate-limits';
-import { errorHandler, notFound, requestLogging } from './http/middleware';
+import { errorHandler, getOnly, methodGuard, notFound, requestLogging } from './http/middleware';
 import { setTrustProxy } from './http/trust-proxy';
 import { createExpressServer } from './http/express-server';
 import { MCP_PATH, mcpBodyErrors, mcpRouter } from './mcp/conversation-mcp';
@@ -57,6 +57,8 @@ export function buildApp(services: Services): Express {
   );
   // One budget per principal for everything it calls, MCP included.
   app.use(principalRateLimit(services.config));
+  // OPTIONS, and a method only a shadowed route would take: 405 with the Allow of the routes below.
+  app.use(methodGuard(app));
   app.use(
     express.json({
       limit: services.config.bodyLimit,
@@ -84,7 +86,7 @@ export function buildApp(services: Services): Express {
   app.get('/openapi.json', (_req, res) => {
     res.type('application/json').send(spec.text);
   });
-  app.use('/docs', swaggerUi.serve, swaggerUi.setup(spec.json, { customSiteTitle: 'Tool orchestration API' }));
+  app.use('/docs', getOnly, swaggerUi.serve, swaggerUi.setup(spec.json, { customSiteTitle: 'Tool orchestration API' }));
 
   app.use(notFound(app));
   app.use(errorHandler(services.logger, spec.json));

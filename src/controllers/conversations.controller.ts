@@ -20,7 +20,7 @@ import { createConversation, deleteConversation, getConversation, getConversatio
 import { ZPolicy } from '../core/policy';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
-import type { Id, JsonObject, Resource } from './types';
+import type { Cursor, Id, JsonObject, Resource } from './types';
 import { PROBLEM_JSON } from '../http/problem';
 import {
   conflictExample,
@@ -31,9 +31,19 @@ import {
   validationFailedExample,
 } from './examples';
 
+// The rule is DENY_PATTERN_RE in src/core/policy.ts (test/http/openapi-truth.test.ts checks they agree).
+/**
+ * A deny pattern: `tool/action`, each side 1 to 64 of a-z 0-9 - and the `*` wildcard.
+ * @pattern ^[a-z0-9*-]{1,64}\/[a-z0-9*-]{1,64}$ must be tool/action with optional * wildcards, e.g. data-tool/* or *\/delete-*
+ */
+export type DenyPattern = string;
+
 export interface Policy {
-  /** Canonical names with `*` wildcards (`data-tool/*`, `*\/delete-*`): matched actions are denied. */
-  deny: string[];
+  /**
+   * Canonical names with `*` wildcards (`data-tool/*`, `*\/delete-*`): matched actions are denied.
+   * @maxItems 256
+   */
+  deny: DenyPattern[];
 }
 
 export interface CreateConversationBody {
@@ -94,7 +104,7 @@ export class ConversationsController extends Controller {
   public async listConversations(
     @Request() req: ExRequest,
     @Query() limit: number = 100,
-    @Query() cursor?: string,
+    @Query() cursor?: Cursor,
   ): Promise<ConversationPage> {
     const p = principalOf(req);
     if (p.role === 'agent') throw forbidden(p, 'list conversations');

@@ -18,7 +18,7 @@ import { principalOf } from '../http/authenticate';
 import type { Problem } from '../http/problem';
 import type { Services } from '../services';
 import { SYSTEM_CHAIN } from '../core/audit';
-import type { Id, PermissionLevel } from './types';
+import type { Id, KeyId, PermissionLevel } from './types';
 import { PROBLEM_JSON } from '../http/problem';
 import {
   conversationNotFoundExample,
@@ -34,14 +34,21 @@ export interface CreateKeyBody {
   role: 'admin' | 'user';
   /**
    * Whom the key authenticates: conversations it creates are owned by this subject.
+   * `admin`, the built-in admin's subject, only with role `admin` (a user so
+   * named would own that admin's conversations).
    * @pattern ^[\x21-\x7e]{1,256}$ must be 1 to 256 visible ASCII characters (no spaces)
    */
   subject: string;
   /** @maxLength 200 */
   label?: string;
   /**
-   * When the key stops working (epoch milliseconds, in the future); absent: never.
-   * @isLong
+   * When the key stops working (epoch milliseconds); absent: never. It must
+   * be in the future when the key is minted (a time already past is a 400);
+   * the minimum, 2025-01-01, only rules out what is past for certain, such as
+   * a time in seconds.
+   * @isLong must be an integer (epoch milliseconds) in the future, at most 9999-12-31
+   * @minimum 1735689600000 must be an integer (epoch milliseconds) in the future, at most 9999-12-31
+   * @maximum 253402300799999 must be an integer (epoch milliseconds) in the future, at most 9999-12-31
    */
   expiresAt?: number;
 }
@@ -52,8 +59,13 @@ export interface CreateAgentKeyBody {
   /** A ceiling: none of the agent's calls above this level runs, whatever the tool's level. */
   maxLevel?: PermissionLevel;
   /**
-   * Epoch milliseconds, in the future; absent: never.
-   * @isLong
+   * When the key stops working (epoch milliseconds); absent: never. It must
+   * be in the future when the key is minted (a time already past is a 400);
+   * the minimum, 2025-01-01, only rules out what is past for certain, such as
+   * a time in seconds.
+   * @isLong must be an integer (epoch milliseconds) in the future, at most 9999-12-31
+   * @minimum 1735689600000 must be an integer (epoch milliseconds) in the future, at most 9999-12-31
+   * @maximum 253402300799999 must be an integer (epoch milliseconds) in the future, at most 9999-12-31
    */
   expiresAt?: number;
 }
@@ -129,7 +141,12 @@ export class KeysController extends Controller {
   @Post('keys')
   @Example<CreatedApiKey>(createdKeyExample)
   @SuccessResponse(201, 'Created')
-  @Response<Problem>(400, 'Bad role, subject or expiresAt', validationFailedExample, PROBLEM_JSON)
+  @Response<Problem>(
+    400,
+    'Bad role, subject or expiresAt: a user named `admin`, an expiresAt not in the future',
+    validationFailedExample,
+    PROBLEM_JSON,
+  )
   @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
   @Response<Problem>(403, 'Only admins mint keys', forbiddenExample, PROBLEM_JSON)
   public async createKey(@Request() req: ExRequest, @Body() body: CreateKeyBody): Promise<CreatedApiKey> {
@@ -161,7 +178,7 @@ export class KeysController extends Controller {
   @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
   @Response<Problem>(403, 'Agents revoke no keys', forbiddenExample, PROBLEM_JSON)
   @Response<Problem>(404, 'No such key among those the caller manages', conversationNotFoundExample, PROBLEM_JSON)
-  public async revokeKey(@Request() req: ExRequest, @Path() keyId: string): Promise<void> {
+  public async revokeKey(@Request() req: ExRequest, @Path() keyId: KeyId): Promise<void> {
     const p = principalOf(req);
     const hash = await this.services.keys.revoke(p, keyId);
     if (hash !== undefined) {
@@ -182,7 +199,7 @@ export class KeysController extends Controller {
   @Post('conversations/{id}/agent-keys')
   @Example<CreatedApiKey>(createdAgentKeyExample)
   @SuccessResponse(201, 'Created')
-  @Response<Problem>(400, 'Bad maxLevel or expiresAt', validationFailedExample, PROBLEM_JSON)
+  @Response<Problem>(400, 'Bad maxLevel or expiresAt (one not in the future)', validationFailedExample, PROBLEM_JSON)
   @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
   @Response<Problem>(403, 'Agents mint no keys', forbiddenExample, PROBLEM_JSON)
   @Response<Problem>(

@@ -5,7 +5,7 @@ import { principalOf } from '../http/authenticate';
 import { listPermissions, permissionHistory } from '../core/permissions';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
-import type { Id, PermissionLevel } from './types';
+import type { Id, PermissionLevel, ToolName } from './types';
 import { PROBLEM_JSON } from '../http/problem';
 import {
   conversationNotFoundExample,
@@ -151,7 +151,7 @@ export class PermissionsController extends Controller {
   public async setLevel(
     @Request() req: ExRequest,
     @Path() id: Id,
-    @Path() tool: string,
+    @Path() tool: ToolName,
     @Body() body: SetLevelBody,
   ): Promise<LevelChange> {
     const p = principalOf(req);

@@ -21,7 +21,7 @@ import { ToolError } from '../core/tool-interface';
 import { parsePrecondition } from '../http/preconditions';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
-import type { Id, Resource } from './types';
+import type { Cursor, EntityTags, Id, Resource } from './types';
 import { PROBLEM_JSON } from '../http/problem';
 import {
   forbiddenExample,
@@ -42,7 +42,11 @@ export interface ResourcePage {
 }
 
 export interface PutResourceBody {
-  /** Any JSON value; its JSON text must fit RESOURCE_MAX_BYTES. */
+  /**
+   * Any JSON value the database can store (no NUL character or lone surrogate
+   * in its strings or keys, no `__proto__` key, nesting at most 64 levels); its
+   * JSON text must fit RESOURCE_MAX_BYTES.
+   */
   data: unknown;
 }
 
@@ -100,7 +104,7 @@ export class ResourcesController extends Controller {
     @Query() prefix?: string,
     @Query() createdBy?: string,
     @Query() limit: number = 100,
-    @Query() cursor?: string,
+    @Query() cursor?: Cursor,
   ): Promise<ResourcePage> {
     const after = cursor !== undefined ? decodeCursor(cursor) : undefined;
     await this.services.access.check(principalOf(req), id, 'read-resources', 'read resources');
@@ -139,8 +143,12 @@ export class ResourcesController extends Controller {
 
   /**
    * Creates (201) or replaces (200) a resource, as `client`. The conversation
-   * is created on first use. `If-Match: "VERSION"` makes the write conditional;
-   * `If-None-Match: *` makes it create-only.
+   * is created on first use. Conditional writes follow RFC 9110 §13.1 (the
+   * ETag is `"VERSION"`): `If-Match: "3"` writes only at version 3 (`*`: only
+   * if it exists; a weak tag matches nothing); `If-None-Match: "3"` writes
+   * unless it is at version 3 (`W/"3"` too), `*` only if it does not exist
+   * (create-only). Each takes a list of tags; with both, both must hold.
+   * Otherwise 412 and nothing is written.
    * @summary Create or replace a resource
    * @example body {"data": {"text": "hello"}}
    */
@@ -150,14 +158,20 @@ export class ResourcesController extends Controller {
   @Response<Resource>(201, 'Created')
   @Response<Problem>(
     400,
-    'Invalid body or precondition header; NUL, lone surrogates or nesting over 64 levels',
+    'Invalid body, or an If-Match / If-None-Match that is neither * nor entity tags; NUL, lone surrogates or nesting over 64 levels',
     validationFailedExample,
     PROBLEM_JSON,
   )
-  @Response<Problem>(404, 'The conversation was deleted while the write ran', resourceNotFoundExample, PROBLEM_JSON)
+  @Response<Problem>(403, 'An agent may only read resources', forbiddenExample, PROBLEM_JSON)
+  @Response<Problem>(
+    404,
+    'A conversation the caller may not see, or one deleted while the write ran',
+    resourceNotFoundExample,
+    PROBLEM_JSON,
+  )
   @Response<Problem>(
     412,
-    'If-Match or If-None-Match failed (no listed entity tag is the current version)',
+    'If-Match or If-None-Match failed: If-Match names no current version, or If-None-Match names the current one (`*`: it exists)',
     preconditionFailedExample,
     PROBLEM_JSON,
   )
@@ -173,8 +187,8 @@ export class ResourcesController extends Controller {
     @Path() id: Id,
     @Path() name: Id,
     @Body() body: PutResourceBody,
-    @Header('If-Match') ifMatch?: string,
-    @Header('If-None-Match') ifNoneMatch?: string,
+    @Header('If-Match') ifMatch?: EntityTags,
+    @Header('If-None-Match') ifNoneMatch?: EntityTags,
   ): Promise<Resource> {
     const json = this.encode(body.data);
     const match = parsePrecondition(ifMatch, 'If-Match');
@@ -198,7 +212,8 @@ export class ResourcesController extends Controller {
   }
 
   /**
-   * Deletes a resource. `If-Match: "VERSION"` makes it conditional.
+   * Deletes a resource. `If-Match: "VERSION"` (or a list of tags; `*`: any
+   * version) makes it conditional: 412 when no listed tag is the current version.
    * @summary Delete a resource
    */
   @Delete('{name}')
@@ -217,7 +232,7 @@ export class ResourcesController extends Controller {
     @Request() req: ExRequest,
     @Path() id: Id,
     @Path() name: Id,
-    @Header('If-Match') ifMatch?: string,
+    @Header('If-Match') ifMatch?: EntityTags,
   ): Promise<void> {
     const match = parsePrecondition(ifMatch, 'If-Match');
     await this.services.access.check(principalOf(req), id, 'manage', 'delete resources over REST');

@@ -12,7 +12,7 @@ import { listPermissions } from '../core/permissions';
 import { principalOf } from '../http/authenticate';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
-import type { AlignmentValue, Id } from './types';
+import type { AlignmentValue, Id, ToolName } from './types';
 import { PROBLEM_JSON } from '../http/problem';
 import {
   badUrlExample,
@@ -184,7 +184,7 @@ export class ToolsController extends Controller {
     PROBLEM_JSON,
   )
   @Response<Problem>(404, 'No such tool', notFoundExample, PROBLEM_JSON)
-  public getTool(@Path() name: string): Tool {
+  public getTool(@Path() name: ToolName): Tool {
     const tool = this.services.catalog.toolViews().find((t) => t.name === name);
     if (!tool) throw new AppError('not_found', `Tool not found: ${name.slice(0, 64)}`);
     return tool;

@@ -26,7 +26,42 @@ export type PermissionLevel = 1 | 2 | 3;
 
 export type AlignmentValue = 'aligned' | 'agnostic' | 'contradiction';
 
-/** Any JSON object. */
+/**
+ * Any JSON object the database can store: no string in it (key or value)
+ * holds a NUL character or a lone UTF-16 surrogate, no key is `__proto__`,
+ * and it nests at most 64 levels deep (a 400 otherwise).
+ */
 export type JsonObject = { [key: string]: unknown };
 
+/**
+ * A tool's name. Registered names are kebab-case, at most 31 characters
+ * (GET /tools lists them); any other value names no tool (404).
+ * @minLength 1
+ */
+export type ToolName = string;
+
+/**
+ * A key's id (`key_…`, from POST /keys or GET /keys); any other value names no key (404).
+ * @minLength 1
+ */
+export type KeyId = string;
+
+// The encoding is base64url of an Id (resources.controller.ts, conversations.controller.ts).
+/**
+ * A page cursor: a previous page's nextCursor, passed back unchanged. Any
+ * other value, even of this form, is a 400.
+ * @pattern ^[A-Za-z0-9_-]{2,171}$ is not a cursor this API returned
+ */
+export type Cursor = string;
+
 export type { Resource } from '../core/tool-interface';
+
+// The grammar parsePrecondition in src/http/preconditions.ts reads.
+/**
+ * `*`, or a comma-separated list of entity tags (`"3"`, `W/"3"`; RFC 9110 §8.8.3).
+ * This API's entity tags are resource versions: a well-formed tag that is no
+ * version matches nothing.
+ * @pattern ^[\t\x20]*(?:\*|(?:W\/)?"[\x21\x23-\x7e\x80-\xff]*"(?:[\t\x20]*,[\t\x20]*(?:W\/)?"[\x21\x23-\x7e\x80-\xff]*")*)[\t\x20]*$ must be * or entity tags such as "3"
+ * @maxLength 4096
+ */
+export type EntityTags = string;

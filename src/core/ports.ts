@@ -20,6 +20,12 @@ export interface ListResourcesOptions {
   limit?: number;
 }
 
+/** The versions a conditional write may (`in`) and may not (`notIn`) find; absent: any. */
+export interface VersionCondition {
+  in?: number[];
+  notIn?: number[];
+}
+
 /**
  * A conversation's resources. Each method is one statement; without `tx` it
  * runs on its own (autocommit). Writes are decided by the statement itself
@@ -37,22 +43,29 @@ export interface ResourceStore {
     by: string,
     tx?: Transaction,
   ): Promise<Resource | undefined>;
-  /** Increments the version; undefined when missing or (with expectedVersions) at none of those versions. */
+  /**
+   * Increments the version; undefined when missing, or (with `versions`) at
+   * none of `versions.in` or at one of `versions.notIn`.
+   */
   update(
     conversationId: string,
     name: string,
     json: string,
     by: string,
-    expectedVersions?: number[],
+    versions?: VersionCondition,
     tx?: Transaction,
   ): Promise<Resource | undefined>;
-  /** Create or replace in one statement; `created` tells which happened. */
+  /**
+   * Create or replace in one statement; `created` tells which happened. With
+   * `notIn`, an existing row at one of those versions is left alone: undefined.
+   */
   upsert(
     conversationId: string,
     name: string,
     json: string,
     by: string,
-  ): Promise<{ resource: Resource; created: boolean }>;
+    notIn?: number[],
+  ): Promise<{ resource: Resource; created: boolean } | undefined>;
   /** false when missing or (with expectedVersions) at none of those versions. */
   delete(conversationId: string, name: string, expectedVersions?: number[], tx?: Transaction): Promise<boolean>;
   /** Ordered by name (bytewise). */

@@ -73,9 +73,13 @@ export class ResourceService {
   }
 
   /**
-   * A client's write of encoded data: create-only with `noneMatch` (`*`),
-   * conditional on the listed versions with `match`, else create or replace.
-   * The conversation is created on first use, owned by `owner`.
+   * A client's write of encoded data, with RFC 9110 §13.1's preconditions:
+   * `match` (If-Match) passes when the resource exists (`*`) or is at one of
+   * the listed versions; `noneMatch` (If-None-Match) passes when the resource
+   * does not exist (`*`) or is at none of the listed versions (a missing
+   * resource is at none). Both hold or nothing is written (412). Without
+   * either: create or replace. The conversation is created on first use,
+   * owned by `owner`.
    */
   async put(
     conversationId: string,
@@ -86,20 +90,25 @@ export class ResourceService {
     match?: Precondition,
     noneMatch?: Precondition,
   ): Promise<{ resource: Resource; created: boolean }> {
-    if (noneMatch && !('any' in noneMatch)) {
-      throw new AppError('validation_failed', 'If-None-Match on PUT supports only *', [
-        { path: 'If-None-Match', message: 'only * is supported' },
-      ]);
-    }
     await this.conversations.ensure(conversationId, owner);
-    if (noneMatch) {
-      const resource = await this.store.create(conversationId, name, json, by);
-      if (!resource) throw new AppError('precondition_failed', `Resource already exists: ${name}`);
-      return { resource, created: true };
+    if (noneMatch && 'any' in noneMatch) {
+      // `*`: only if nothing is there. With If-Match too, no state passes both (it needs the resource).
+      const resource = match ? undefined : await this.store.create(conversationId, name, json, by);
+      if (resource) return { resource, created: true };
+      const current = match ? await this.store.get(conversationId, name) : undefined;
+      throw new AppError(
+        'precondition_failed',
+        match && !current ? `Resource not found: ${name}` : `Resource already exists: ${name}`,
+      );
     }
-    if (!match) return this.store.upsert(conversationId, name, json, by);
-    const updated = await this.store.update(conversationId, name, json, by, versionsOf(match));
-    if (updated) return { resource: updated, created: false };
+    const notIn = noneMatch?.versions;
+    if (!match) {
+      const written = await this.store.upsert(conversationId, name, json, by, notIn);
+      if (written) return written;
+    } else {
+      const updated = await this.store.update(conversationId, name, json, by, { in: versionsOf(match), notIn });
+      if (updated) return { resource: updated, created: false };
+    }
     const current = await this.store.get(conversationId, name);
     throw new AppError(
       'precondition_failed',

@@ -6,7 +6,7 @@
  * (versions 2, 3, ... in commit order) and the primary key lets exactly one
  * concurrent create win.
  */
-import type { ListResourcesOptions, ResourceStore, Transaction } from '../core/ports';
+import type { ListResourcesOptions, ResourceStore, Transaction, VersionCondition } from '../core/ports';
 import type { Resource } from '../core/tool-interface';
 import { clientOf, prepared, type Queryable } from './sql';
 
@@ -89,7 +89,7 @@ export class SqlResourceStore implements ResourceStore {
     name: string,
     json: string,
     by: string,
-    expectedVersions?: number[],
+    versions?: VersionCondition,
     tx?: Transaction,
   ): Promise<Resource | undefined> {
     const { rows } = await prepared<ResourceRow>(
@@ -98,8 +98,9 @@ export class SqlResourceStore implements ResourceStore {
       `UPDATE resources
        SET data = $3::jsonb, updated_by = $4, updated_at = now(), version = version + 1
        WHERE conversation_id = $1 AND name = $2 AND ($5::int[] IS NULL OR version = ANY($5::int[]))
+         AND ($6::int[] IS NULL OR version <> ALL($6::int[]))
        RETURNING ${COLUMNS}`,
-      [conversationId, name, json, by, expectedVersions ?? null],
+      [conversationId, name, json, by, versions?.in ?? null, versions?.notIn ?? null],
     );
     return rows[0] ? toResource(rows[0]) : undefined;
   }
@@ -109,20 +110,32 @@ export class SqlResourceStore implements ResourceStore {
     name: string,
     json: string,
     by: string,
-  ): Promise<{ resource: Resource; created: boolean }> {
-    const { rows } = await prepared<ResourceRow & { created: boolean }>(
-      this.pool,
-      'resource_upsert',
-      `INSERT INTO resources (conversation_id, name, data, created_by, updated_by)
-       VALUES ($1, $2, $3::jsonb, $4, $4)
-       ON CONFLICT (conversation_id, name) DO UPDATE
-         SET data = EXCLUDED.data, updated_by = EXCLUDED.updated_by, updated_at = now(),
-             version = resources.version + 1
+    notIn?: number[],
+  ): Promise<{ resource: Resource; created: boolean } | undefined> {
+    const set = `SET data = EXCLUDED.data, updated_by = EXCLUDED.updated_by, updated_at = now(),
+             version = resources.version + 1`;
+    const insert = `INSERT INTO resources (conversation_id, name, data, created_by, updated_by)
+       VALUES ($1, $2, $3::jsonb, $4, $4)`;
+    // The plain upsert keeps its own statement: the conditional one is only If-None-Match's.
+    const { rows } =
+      notIn === undefined
+        ? await prepared<ResourceRow & { created: boolean }>(
+            this.pool,
+            'resource_upsert',
+            `${insert} ON CONFLICT (conversation_id, name) DO UPDATE ${set}
        RETURNING ${COLUMNS}, (xmax = 0) AS created`,
-      [conversationId, name, json, by],
-    );
-    const row = rows[0]!;
-    return { resource: toResource(row), created: row.created };
+            [conversationId, name, json, by],
+          )
+        : await prepared<ResourceRow & { created: boolean }>(
+            this.pool,
+            'resource_upsert_unless',
+            `${insert} ON CONFLICT (conversation_id, name) DO UPDATE ${set}
+         WHERE resources.version <> ALL($5::int[])
+       RETURNING ${COLUMNS}, (xmax = 0) AS created`,
+            [conversationId, name, json, by, notIn],
+          );
+    const row = rows[0];
+    return row ? { resource: toResource(row), created: row.created } : undefined;
   }
 
   async delete(conversationId: string, name: string, expectedVersions?: number[], tx?: Transaction): Promise<boolean> {

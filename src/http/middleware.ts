@@ -7,7 +7,7 @@ import { actorOf } from '../core/principal';
 import type { Logger } from '../logger';
 import { routeOf } from '../observability/labels';
 import type { Metrics } from '../observability/metrics';
-import { allowedMethods } from './allowed-methods';
+import { allowedMethods, shadowingTails } from './allowed-methods';
 import { UnstorableInputError } from './input-checks';
 import { type OpenApiDocument, ParameterErrors } from './parameter-errors';
 import { AppError, type FieldError, type ProblemCode, problemOf } from './problem';
@@ -101,6 +101,36 @@ export function sendMethodNotAllowed(res: Response, method: string, allow: reado
   res.setHeader('Allow', allow.join(', '));
   sendProblem(res, 'method_not_allowed', `${method} is not supported here; use ${allow.join(', ')}`);
 }
+
+/**
+ * Before the routes: OPTIONS is served by no route, so on a known path it is
+ * a 405 with Allow, alike everywhere (a mounted router, such as the MCP
+ * endpoint's, would otherwise answer it itself, with a 200); and a method
+ * that only a shadowed parameter route would take is a 405 too.
+ */
+export function methodGuard(app: Express): RequestHandler {
+  let tails: Set<string> | undefined;
+  return (req, res, next) => {
+    const options = req.method === 'OPTIONS';
+    if (!options) {
+      // Routes are all registered by the first request.
+      tails ??= shadowingTails(app);
+      const path = req.path.endsWith('/') ? req.path.slice(0, -1) : req.path;
+      // Express matches paths case-insensitively.
+      if (!tails.has(path.slice(path.lastIndexOf('/') + 1).toLowerCase())) return next();
+    }
+    const allow = allowedMethods(app, req.path);
+    // No route here: a mount (/docs) or notFound answers.
+    if (allow.length === 0 || (!options && allow.includes(req.method))) return next();
+    sendMethodNotAllowed(res, req.method, allow);
+  };
+}
+
+/** What a mount serves only with GET (and HEAD): any other method is a 405 with Allow, not the page. */
+export const getOnly: RequestHandler = (req, res, next) => {
+  if (req.method === 'GET' || req.method === 'HEAD') return next();
+  sendMethodNotAllowed(res, req.method, ['GET', 'HEAD']);
+};
 
 /** The body parser's errors (http-errors with a `type`) that have a problem of their own. */
 const BODY_PROBLEMS: Record<string, [ProblemCode, string]> = {

@@ -35,6 +35,7 @@ import { AppError, isUnavailable } from '../core/errors';
 import { type Principal, principalKey } from '../core/principal';
 import type { NegotiationResult } from '../core/negotiation';
 import type { ToolSetChangeCause } from '../core/tool-registry';
+import { refusesHead } from '../http/allowed-methods';
 import { bearerTokenOf, principalOf } from '../http/authenticate';
 import {
   errorHandler as httpErrorHandler,
@@ -294,7 +295,11 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     });
   });
   router.post(MCP_PATH, endpoint);
-  router.get(MCP_PATH, endpoint);
+  // GET opens a stream: HEAD is refused (endpoint), and Allow (OPTIONS, 405s) says GET, POST.
+  router.get(
+    MCP_PATH,
+    refusesHead((req: Request, res: Response) => endpoint(req, res)),
+  );
   // Every other method, OPTIONS included (express would answer it itself, listing what the router has).
   router.all(MCP_PATH, notAllowed);
 
