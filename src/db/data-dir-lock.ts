@@ -8,11 +8,11 @@
  * by a small child process (a shell that runs `flock -n 9` on the lock file's
  * descriptor, then becomes `cat` reading a pipe from this process): when this
  * process ends in any way (close, crash, kill -9), the pipe closes, `cat`
- * exits and the kernel drops the lock. Nothing rests on pids, so processes in different pid
- * namespaces (two containers on one volume, each server being pid 1) or on
- * different hosts sharing the directory over NFS (whose clients emulate flock
- * with byte-range locks) see each other, and a killed owner's lock is free at
- * once, without a staleness rule. `flock` is util-linux's on Debian and most
+ * exits and the kernel drops the lock. Nothing rests on pids, so processes
+ * in different pid namespaces (two containers on one volume, each server
+ * being pid 1) or on different hosts sharing the directory over NFS (whose
+ * clients emulate flock with byte-range locks) see each other, and a killed
+ * owner's lock is free at once, without a staleness rule. `flock` is util-linux's on Debian and most
  * distributions, busybox's on Alpine (the Docker image).
  *
  * After taking the lock, the owner writes its pid, host name and start time
@@ -20,10 +20,10 @@
  * The file is never removed or replaced: a new inode under the same name would
  * be a second, independent lock.
  *
- * Where no `flock` command exists (macOS without Homebrew's, a distroless
- * image), the lock falls back to the pid file of earlier versions
- * (`pid-lock.ts`), with a warning: that one cannot see an owner in another pid
- * namespace or on another host.
+ * Where no `flock` command exists (macOS ships none; a distroless image), the
+ * lock falls back to the pid file of earlier versions (`pid-lock.ts`), with a
+ * warning: that one cannot see an owner in another pid namespace or on
+ * another host.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { closeSync, ftruncateSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
@@ -43,14 +43,12 @@ export interface DataDirLock {
 }
 
 export interface LockOptions {
-  /** Warnings (the pid-file fallback) and the loss of the lock (its holder killed). */
-  log?: (message: string) => void;
   /**
-   * Called when the lock was lost while held (its holder process was killed by
-   * someone) and another process took the directory meanwhile, so this one
-   * must stop at once. Default: log and exit(1) without touching the files.
+   * Warnings (the pid-file fallback) and the loss of the lock: when its holder
+   * process is killed by someone, the lock is taken again; if another process
+   * was faster, this one logs that and exits 1 at once, writing nothing more.
    */
-  onStolen?: (err: DataDirInUseError) => void;
+  log?: (message: string) => void;
   /** The flock command; a test points it at a missing file to see the fallback. */
   flockCommand?: string;
 }
@@ -188,9 +186,11 @@ export async function lockDataDir(dirName: string, options: LockOptions = {}): P
           watch(holder);
           return;
         }
-        const err = new DataDirInUseError(dir, readOwner(path));
-        if (options.onStolen) return options.onStolen(err);
-        log(`${err.message}: this process stops now, without writing to it`);
+        const why =
+          again.kind === 'busy'
+            ? new DataDirInUseError(dir, readOwner(path)).message
+            : `the lock on DATA_DIR ${dir} cannot be taken again (${again.kind === 'failed' ? again.reason : 'no flock command'})`;
+        log(`${why}: this process stops now, without writing to it`);
         process.exit(1);
       });
     });
