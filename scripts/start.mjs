@@ -79,6 +79,15 @@ if (process.argv.includes('--stamp-build')) {
   process.exit(0);
 }
 
+// package.json's "engines": ^22.12 || >=24. Node 20 still runs the service (CI checks it), but it
+// is past its end of life (April 2026) and some dev dependencies already need 22.
+const [major] = process.versions.node.split('.').map(Number);
+if (major < 22) {
+  process.stderr.write(
+    `Warning: Node ${process.versions.node} is past its end of life and not supported; use Node 24 LTS (or 22.12+).\n`,
+  );
+}
+
 const reason = staleReason();
 if (reason) {
   process.stderr.write(`Building (${reason})...\n`);

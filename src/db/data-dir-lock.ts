@@ -1,125 +1,209 @@
 /**
  * One process owns an embedded DATA_DIR. PGlite keeps no lock of its own, and
  * two processes writing one data directory each believe they own it: writes
- * acknowledged by one vanish when the other flushes its state. The owner's pid
- * is written to `DATA_DIR/owner.pid`, created exclusively; a second process
- * finds it, sees the owner alive and refuses to start.
+ * acknowledged by one vanish when the other flushes its state.
  *
- * A lock left by a process that died without cleaning up (kill -9, a crash)
- * names a pid that no longer runs: it is taken over. A pid equal to our own
- * is stale too (a container restarted with the same volume runs as pid 1 again).
+ * The owner holds an exclusive advisory lock (flock(2)) on `DATA_DIR/owner.lock`
+ * for as long as it lives. Node has no flock in its core, so the lock is held
+ * by a small child process (a shell that runs `flock -n 9` on the lock file's
+ * descriptor, then becomes `cat` reading a pipe from this process): when this
+ * process ends in any way (close, crash, kill -9), the pipe closes, `cat`
+ * exits and the kernel drops the lock. Nothing rests on pids, so processes
+ * in different pid namespaces (two containers on one volume, each server
+ * being pid 1) or on different hosts sharing the directory over NFS (whose
+ * clients emulate flock with byte-range locks) see each other, and a killed
+ * owner's lock is free at once, without a staleness rule. `flock` is util-linux's on Debian and most
+ * distributions, busybox's on Alpine (the Docker image).
+ *
+ * After taking the lock, the owner writes its pid, host name and start time
+ * into the lock file, only so that a refused process can say who holds it.
+ * The file is never removed or replaced: a new inode under the same name would
+ * be a second, independent lock.
+ *
+ * Where no `flock` command exists (macOS ships none; a distroless image), the
+ * lock falls back to the pid file of earlier versions (`pid-lock.ts`), with a
+ * warning: that one cannot see an owner in another pid namespace or on
+ * another host.
  */
-import { randomBytes } from 'node:crypto';
-import { linkSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { closeSync, ftruncateSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { join, resolve } from 'node:path';
+import { DataDirInUseError, type DataDirOwner } from './data-dir-in-use';
+import { PID_FILE, lockDataDirWithPidFile } from './pid-lock';
 
-export class DataDirInUseError extends Error {
-  constructor(
-    public readonly dir: string,
-    public readonly ownerPid: number,
-  ) {
-    super(`DATA_DIR ${dir} is in use by process ${ownerPid}; stop it first, or give this process another DATA_DIR`);
-    this.name = 'DataDirInUseError';
-  }
-}
+export { DataDirInUseError, type DataDirOwner } from './data-dir-in-use';
 
 export interface DataDirLock {
   readonly path: string;
-  release(): void;
+  /** How the lock is held: `flock` (an OS lock), or `pid-file` where no flock command exists. */
+  readonly kind: 'flock' | 'pid-file';
+  /** Frees the directory; resolves once another process can take it. */
+  release(): Promise<void>;
 }
 
-const LOCK_FILE = 'owner.pid';
-
-/** Directories this process holds: a second open from this process is refused too. */
-const held = new Set<string>();
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    // EPERM: it runs, as another user.
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
+export interface LockOptions {
+  /**
+   * Warnings (the pid-file fallback) and the loss of the lock: when its holder
+   * process is killed by someone, the lock is taken again; if another process
+   * was faster, this one logs that and exits 1 at once, writing nothing more.
+   */
+  log?: (message: string) => void;
+  /** The flock command; a test points it at a missing file to see the fallback. */
+  flockCommand?: string;
 }
 
-function readOwner(path: string): number | undefined {
-  try {
-    const pid = Number.parseInt(readFileSync(path, 'utf8').trim(), 10);
-    return Number.isSafeInteger(pid) && pid > 0 ? pid : undefined;
-  } catch {
-    return undefined; // gone meanwhile, or unreadable: treated as stale
-  }
-}
+export const LOCK_FILE = 'owner.lock';
 
-/**
- * Creates the lock with its content in one step: the pid is written to a
- * private temporary file, which is then hard-linked to the lock's name (link
- * fails with EEXIST when the name is taken). A reader therefore never sees an
- * empty or half-written lock, which it would take for a stale one.
- */
-function tryCreate(path: string): boolean {
-  const tmp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`;
-  writeFileSync(tmp, `${process.pid}\n`, { mode: 0o600, flag: 'wx' });
+function readOwner(path: string): DataDirOwner | undefined {
   try {
-    linkSync(tmp, path);
-    return true;
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return false;
-    throw err;
-  } finally {
-    rmSync(tmp, { force: true });
-  }
-}
-
-/**
- * Moves a lock judged stale (its owner `dead` is gone) out of the way. Between
- * the judgement and the move, another process may have taken the stale lock
- * over and written its own: then the moved file is not the stale one, and it
- * is put back and its owner reported.
- */
-export function removeStale(dir: string, path: string, dead: number | undefined): void {
-  const aside = `${path}.stale-${process.pid}-${randomBytes(6).toString('hex')}`;
-  try {
-    renameSync(path, aside);
-  } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return; // someone else removed it
-    throw err;
-  }
-  const moved = readOwner(aside);
-  if (moved !== dead && moved !== undefined && moved !== process.pid && isAlive(moved)) {
-    try {
-      linkSync(aside, path);
-    } catch {
-      // yet another process holds the name now; it will judge for itself
+    const owner = JSON.parse(readFileSync(path, 'utf8')) as Partial<DataDirOwner>;
+    if (typeof owner.pid === 'number' && typeof owner.host === 'string' && typeof owner.since === 'string') {
+      return { pid: owner.pid, host: owner.host, since: owner.since };
     }
-    rmSync(aside, { force: true });
-    throw new DataDirInUseError(dir, moved);
+  } catch {
+    // empty (the owner has not written it yet) or unreadable: no details
   }
-  rmSync(aside, { force: true });
+  return undefined;
 }
 
-export function lockDataDir(dir: string): DataDirLock {
+/** Writes who holds the lock into the lock file itself, in place (same inode). */
+function writeOwner(path: string): void {
+  const fd = openSync(path, 'r+');
+  try {
+    ftruncateSync(fd, 0);
+    const owner: DataDirOwner = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
+    writeSync(fd, `${JSON.stringify(owner)}\n`, 0);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+type Attempt =
+  { kind: 'held'; holder: ChildProcess } | { kind: 'busy' } | { kind: 'no-flock' } | { kind: 'failed'; reason: string };
+
+/**
+ * The holder: a shell opens the lock file on fd 9, `flock -n 9` locks that
+ * open file (or fails at once, exit 1 and silent, in util-linux and busybox
+ * alike) and exits, leaving the lock with fd 9; the shell says `locked` and
+ * becomes `cat`, which keeps fd 9 until our end of its stdin closes. One
+ * process holds the lock, so its exit is exactly the lock's release.
+ */
+const HOLD_SCRIPT = 'exec 9>>"$1" && "$2" -n 9 && echo locked && exec cat >/dev/null';
+
+function tryHold(path: string, command: string): Promise<Attempt> {
+  return new Promise((resolveAttempt) => {
+    // detached: its own process group, so a Ctrl-C in the terminal does not
+    // free the lock while this process is still closing the database.
+    const holder = spawn('sh', ['-c', HOLD_SCRIPT, 'data-dir-lock', path, command], {
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let out = '';
+    let err = '';
+    let settled = false;
+    const settle = (attempt: Attempt): void => {
+      if (settled) return;
+      settled = true;
+      resolveAttempt(attempt);
+    };
+    holder.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (out.includes('locked\n')) settle({ kind: 'held', holder });
+    });
+    holder.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    holder.on('error', (e: NodeJS.ErrnoException) =>
+      settle(e.code === 'ENOENT' ? { kind: 'no-flock' } : { kind: 'failed', reason: e.message }),
+    );
+    // 'close', not 'exit': by then stderr has been read to its end.
+    holder.on('close', (code, signal) => {
+      if (code === 127)
+        settle({ kind: 'no-flock' }); // the shell found no such command
+      else if (code === 1 && err.trim() === '') settle({ kind: 'busy' });
+      else settle({ kind: 'failed', reason: err.trim() || `the lock's shell exited with ${signal ?? code}` });
+    });
+  });
+}
+
+/** Lets the holder outlive nothing: it keeps neither this process's event loop alive nor its stdin pipe's. */
+function unrefHolder(holder: ChildProcess): void {
+  holder.unref();
+  for (const stream of [holder.stdin, holder.stdout, holder.stderr]) {
+    (stream as unknown as { unref?: () => void } | null)?.unref?.();
+  }
+}
+
+function endHolder(holder: ChildProcess): Promise<void> {
+  return new Promise((done) => {
+    if (holder.exitCode !== null || holder.signalCode !== null) return done();
+    holder.once('exit', () => done());
+    holder.ref(); // waited for: this process stays until the lock is free
+    holder.stdin!.end();
+  });
+}
+
+export async function lockDataDir(dirName: string, options: LockOptions = {}): Promise<DataDirLock> {
+  const dir = resolve(dirName);
   mkdirSync(dir, { recursive: true });
   const path = join(dir, LOCK_FILE);
-  if (held.has(path)) throw new DataDirInUseError(dir, process.pid);
-  // A few rounds: a stale lock is moved aside, then the exclusive create is retried.
-  for (let attempt = 0; attempt < 3; attempt++) {
-    if (tryCreate(path)) {
-      held.add(path);
-      const release = (): void => {
-        if (!held.delete(path)) return;
-        if (readOwner(path) === process.pid) rmSync(path, { force: true });
-        process.removeListener('exit', release);
-      };
-      // An exit without close (an uncaught error) still frees the directory.
-      process.on('exit', release);
-      return { path, release };
-    }
-    const owner = readOwner(path);
-    if (owner !== undefined && owner !== process.pid && isAlive(owner)) throw new DataDirInUseError(dir, owner);
-    removeStale(dir, path, owner);
+  const log = options.log ?? ((m: string) => void process.stderr.write(`${m}\n`));
+  const command = options.flockCommand ?? 'flock';
+
+  const first = await tryHold(path, command);
+  if (first.kind === 'no-flock') {
+    log(
+      `No flock command found: the lock on DATA_DIR ${dir} falls back to a pid file (${PID_FILE}), ` +
+        'which cannot see an owner in another container (pid namespace) or on another host. ' +
+        'Install util-linux (or busybox) for a lock that can.',
+    );
+    const lock = lockDataDirWithPidFile(dir);
+    return { path: lock.path, kind: 'pid-file', release: async () => lock.release() };
   }
-  const owner = readOwner(path);
-  throw new DataDirInUseError(dir, owner ?? 0);
+  if (first.kind === 'busy') throw new DataDirInUseError(dir, readOwner(path));
+  if (first.kind === 'failed') throw new Error(`Cannot lock DATA_DIR ${dir} (${path}): ${first.reason}`);
+
+  let holder = first.holder;
+  let released = false;
+  writeOwner(path);
+  // A pid file of an earlier version is not a lock any more.
+  rmSync(join(dir, PID_FILE), { force: true });
+
+  const watch = (h: ChildProcess): void => {
+    unrefHolder(h);
+    h.once('exit', (code, signal) => {
+      if (released) return;
+      // Someone killed the holder: the directory is unlocked while we still write it.
+      // Take it again; if another process was faster, stop before writing anything more.
+      log(`The lock on DATA_DIR ${dir} was lost (its holder process ended with ${signal ?? code}); taking it again`);
+      void tryHold(path, command).then((again) => {
+        if (released) {
+          if (again.kind === 'held') again.holder.stdin!.end();
+          return;
+        }
+        if (again.kind === 'held') {
+          holder = again.holder;
+          writeOwner(path);
+          watch(holder);
+          return;
+        }
+        const why =
+          again.kind === 'busy'
+            ? new DataDirInUseError(dir, readOwner(path)).message
+            : `the lock on DATA_DIR ${dir} cannot be taken again (${again.kind === 'failed' ? again.reason : 'no flock command'})`;
+        log(`${why}: this process stops now, without writing to it`);
+        process.exit(1);
+      });
+    });
+  };
+  watch(holder);
+
+  return {
+    path,
+    kind: 'flock',
+    release: async () => {
+      if (released) return;
+      released = true;
+      await endHolder(holder);
+    },
+  };
 }

@@ -47,13 +47,13 @@ export async function openDatabaseServer(
 ): Promise<DatabaseServer> {
   if (config.databaseUrl) return externalServer(config.databaseUrl);
   // Before PGlite touches the files: a second process must not open them at all.
-  const lock = lockDataDir(config.dataDir);
+  const lock = await lockDataDir(config.dataDir, { log });
   const dataDir = join(config.dataDir, 'pgdata');
   const opening = PGlite.create({ dataDir });
   const ready = opening.then(
     () => log(`Using embedded Postgres (PGlite), data in ${dataDir}, reachable only from this process`),
-    (err: unknown) => {
-      lock.release();
+    async (err: unknown) => {
+      await lock.release();
       throw err;
     },
   );
@@ -70,7 +70,7 @@ export async function openDatabaseServer(
         const db = await opening.catch(() => undefined);
         await db?.close();
       } finally {
-        lock.release();
+        await lock.release();
       }
     },
   };

@@ -20,9 +20,14 @@ export interface SpawnedServer {
 
 /**
  * Spawns `src/server.ts` (through tsx's loader) on the embedded database unless `env`
- * sets DATABASE_URL. Does not wait for readiness: see waitReady.
+ * sets DATABASE_URL. Does not wait for readiness: see waitReady. `wrapper` runs
+ * the server through another command (`unshare …`), which gets node's command line.
  */
-export async function spawnServer(env: Record<string, string>, port?: number): Promise<SpawnedServer> {
+export async function spawnServer(
+  env: Record<string, string>,
+  port?: number,
+  wrapper: string[] = [],
+): Promise<SpawnedServer> {
   const listenPort = port ?? (await freePort());
   const childEnv: NodeJS.ProcessEnv = {
     ...process.env,
@@ -36,7 +41,8 @@ export async function spawnServer(env: Record<string, string>, port?: number): P
   delete childEnv.TEST_DATABASE_URL;
   // `--import tsx` keeps the server in this one process (tsx's CLI would fork a
   // grandchild that outlives a SIGKILL of its parent and holds the pipes open).
-  const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src', 'server.ts')], {
+  const command = [...wrapper, process.execPath, '--import', 'tsx', join(ROOT, 'src', 'server.ts')];
+  const child = spawn(command[0]!, command.slice(1), {
     cwd: ROOT,
     env: childEnv,
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -61,8 +67,8 @@ export async function waitReady(server: SpawnedServer, timeoutMs = 60_000): Prom
   }
 }
 
-export async function startServer(env: Record<string, string>): Promise<SpawnedServer> {
-  const server = await spawnServer(env);
+export async function startServer(env: Record<string, string>, wrapper: string[] = []): Promise<SpawnedServer> {
+  const server = await spawnServer(env, undefined, wrapper);
   await waitReady(server);
   return server;
 }
