@@ -25,7 +25,7 @@ const cases: [method: 'get' | 'put' | 'post', url: string, body: object | undefi
     'get',
     '/conversations/c1/approvals?status=bogus',
     undefined,
-    'status: must be one of pending, approved, rejected, expired, used',
+    'status: must be one of pending, approved, rejected, expired, used, satisfied',
   ],
   ['get', '/conversations/c1/audit?after=x', undefined, 'after: must be an integer from 0 to 9007199254740991'],
   ['get', '/conversations/c1/audit?limit=-1', undefined, 'limit: must be an integer from 1 to 500'],
