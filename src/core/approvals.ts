@@ -7,7 +7,8 @@
  * every state change a single decision of the database, so replicas and
  * racing retries agree.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
+import { argsDigest } from './canonical-json';
 import { AppError } from './errors';
 import { type ApprovalRef, fail, type NegotiationResult } from './negotiation';
 import type { LevelChange, Transaction } from './ports';
@@ -108,22 +109,6 @@ export interface ApprovalStore {
   satisfy(call: SettledCall): Promise<number>;
   /** Expires lapsed requests and ends due grants (history row by `expiry`); safe on every replica at once. */
   sweep(): Promise<{ expired: number; reverted: number }>;
-}
-
-/** JSON with object keys sorted (recursively) and no whitespace: the args' identity. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
-  const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj)
-    .filter((k) => obj[k] !== undefined)
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
-}
-
-/** SHA-256 (hex) of the args' canonical JSON. */
-export function argsDigest(args: Record<string, unknown>): string {
-  return createHash('sha256').update(canonicalJson(args)).digest('hex');
 }
 
 export function newApprovalId(): string {

@@ -14,8 +14,8 @@
  * database's audit_seal function (migration 20260405000000), which computes
  * entryHash's JSON and hash; this module verifies with entryHash.
  */
-import { hash } from 'node:crypto';
 import type { ConversationAccess } from './access';
+import { argsDigest, sha256Hex } from './canonical-json';
 import { AppError, RESERVED_CONVERSATION_ID } from './errors';
 import type { NegotiateRequest, NegotiationResult } from './negotiation';
 import type { Transaction, UnitOfWork } from './ports';
@@ -77,27 +77,6 @@ export interface AuditEntry {
 }
 
 export const GENESIS_HASH = '0'.repeat(64);
-
-/** JSON with object keys sorted (recursively, by code unit) and no whitespace; undefined members left out. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`;
-  const obj = value as Record<string, unknown>;
-  const members = Object.keys(obj)
-    .sort()
-    .filter((k) => obj[k] !== undefined && typeof obj[k] !== 'function')
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`);
-  return `{${members.join(',')}}`;
-}
-
-export function sha256Hex(text: string): string {
-  return hash('sha256', text, 'hex');
-}
-
-/** The digest an entry keeps instead of the args. */
-export function argsDigest(args: unknown): string {
-  return sha256Hex(canonicalJson(args ?? {}));
-}
 
 const str = JSON.stringify;
 

@@ -24,8 +24,8 @@
  * writes were rolled back; database trouble (503). A retry of those with the
  * same key is decided and run afresh.
  */
-import { createHash } from 'node:crypto';
 import type { NegotiationAudit } from './audit';
+import { canonicalJson, sha256Hex } from './canonical-json';
 import { AppError } from './errors';
 import type { NegotiateRequest, NegotiationResult } from './negotiation';
 import type { Transaction, UnitOfWork, UnitsOfWork } from './ports';
@@ -85,20 +85,9 @@ export interface IdempotentOutcome {
   replayed: boolean;
 }
 
-/** JSON with object keys sorted and no whitespace: equal values give equal text. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v)).join(',')}]`;
-  const entries = Object.keys(value)
-    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-    .sort()
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-  return `{${entries.join(',')}}`;
-}
-
 /** SHA-256 (hex) of the request body's canonical JSON. */
 export function requestDigest(req: NegotiateRequest): string {
-  return createHash('sha256').update(canonicalJson(req)).digest('hex');
+  return sha256Hex(canonicalJson(req));
 }
 
 /** The key ran (or is running) elsewhere: answered from the kept outcome instead. */

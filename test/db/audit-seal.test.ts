@@ -12,9 +12,8 @@ import {
   ChainVerifier,
   GENESIS_HASH,
   type PendingEntry,
-  canonicalJson,
-  sha256Hex,
 } from '../../src/core/audit';
+import { canonicalJson, sha256Hex } from '../../src/core/canonical-json';
 import { SqlAuditStore } from '../../src/db/audit-store';
 import { type Database, openDatabase } from '../../src/db/database';
 import { type TestDatabase, createMigratedDatabase } from '../support/db-server';
