@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ValidateError } from '@tsoa/runtime';
 import type { ErrorRequestHandler, Express, Request, RequestHandler, Response } from 'express';
-import { UnavailableError, isUnavailable } from '../core/errors';
+import { unavailableCause } from '../core/errors';
 import type { NegotiationResult } from '../core/negotiation';
 import { actorOf } from '../core/principal';
 import type { Logger } from '../logger';
@@ -201,15 +201,10 @@ export function errorHandler(logger: Logger, spec: OpenApiDocument = {}): ErrorR
       if (bodyParserProblem(res, type, bodyError.status, bodyError.body)) return;
     }
     // src/db translates every driver error it raises: unavailability is the domain's UnavailableError.
-    if (isUnavailable(err)) {
+    const unavailable = unavailableCause(err);
+    if (unavailable) {
       // The database's, or the identity provider's JWKS: the error's own message says which.
-      let what = 'The database is unavailable';
-      for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-        if (e instanceof UnavailableError) {
-          what = e.message;
-          break;
-        }
-      }
+      const what = unavailable.message;
       logger.warn({ err, reqId: req.id }, what);
       return sendProblem(res, 'unavailable', `${what}; retry later`);
     }
