@@ -31,7 +31,7 @@ import type { NegotiateRequest, NegotiationResult } from './negotiation';
 import type { Transaction, UnitOfWork, UnitsOfWork } from './ports';
 import { type Principal, notFound, principalKey } from './principal';
 
-/** How long an outcome is kept (and a key stays taken). */
+/** How long an outcome is kept (and a key stays taken): the one truth; src/db/idempotency-store.ts binds it in its SQL. */
 export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
 
 /** 1 to 255 visible ASCII characters (API.md). */
@@ -128,7 +128,7 @@ export class IdempotentNegotiation {
 
   constructor(private readonly deps: IdempotencyDeps) {}
 
-  /** Deletes the outcomes older than 24 hours (lookups ignore them already); how many. */
+  /** Deletes the outcomes older than IDEMPOTENCY_TTL_SECONDS (lookups ignore them already); how many. */
   purge(): Promise<number> {
     return this.deps.store.purge();
   }
