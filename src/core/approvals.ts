@@ -9,10 +9,10 @@
  */
 import { randomBytes } from 'node:crypto';
 import { argsDigest } from './canonical-json';
-import { AppError } from './errors';
+import { AppError, conversationNotFound } from './errors';
 import { type ApprovalRef, fail, type NegotiationResult } from './negotiation';
 import type { LevelChange, Transaction } from './ports';
-import { type Principal, actorOf, checkConversationAccess, forbidden, notFound } from './principal';
+import { type Principal, actorOf, checkConversationAccess, forbidden } from './principal';
 import type { Level, ToolLogger } from './tool-interface';
 
 export type ApprovalKind = 'call' | 'upgrade';
@@ -23,14 +23,6 @@ export type ApprovalKind = 'call' | 'upgrade';
  * principal's identical call ran at the tool's level.
  */
 export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | 'used' | 'satisfied';
-export const APPROVAL_STATUSES: readonly ApprovalStatus[] = [
-  'pending',
-  'approved',
-  'rejected',
-  'expired',
-  'used',
-  'satisfied',
-];
 export type ApprovalScope = 'once' | 'conversation';
 
 export interface Approval {
@@ -254,7 +246,7 @@ export class ApprovalService {
   async list(p: Principal, conversationId: string, status?: ApprovalStatus): Promise<Approval[]> {
     await this.checkManage(p, conversationId, 'read approvals');
     const list = await this.store.list(conversationId, status, LIST_LIMIT);
-    if (!list) throw notFound(conversationId);
+    if (!list) throw conversationNotFound(conversationId);
     return list;
   }
 
@@ -303,7 +295,7 @@ export class ApprovalService {
 
   /** Agents see the conversation but never manage approvals (403); others who may not see it get 404. */
   private async checkManage(p: Principal, conversationId: string, what: string): Promise<void> {
-    if (p.role === 'agent' && p.conversationId !== conversationId) throw notFound(conversationId);
+    if (p.role === 'agent' && p.conversationId !== conversationId) throw conversationNotFound(conversationId);
     const owner = await this.owners.owner(conversationId);
     checkConversationAccess(p, conversationId, owner, 'manage', what);
   }

@@ -16,7 +16,7 @@
  */
 import type { ConversationAccess } from './access';
 import { argsDigest, sha256Hex } from './canonical-json';
-import { AppError, RESERVED_CONVERSATION_ID } from './errors';
+import { AppError, RESERVED_CONVERSATION_ID, conversationNotFound } from './errors';
 import type { NegotiateRequest, NegotiationResult } from './negotiation';
 import type { Transaction, UnitOfWork } from './ports';
 import { type Principal, actorOf } from './principal';
@@ -293,7 +293,7 @@ export class AuditService {
   /** As every other endpoint under the conversation (owner, admin; an agent 403 in its own, 404 elsewhere). */
   private async checkAccess(p: Principal, conversationId: string, what: string): Promise<void> {
     if (conversationId === SYSTEM_CHAIN && p.role !== 'admin') {
-      throw new AppError('not_found', `Conversation not found: ${conversationId}`);
+      throw conversationNotFound(conversationId);
     }
     await this.access.check(p, conversationId, 'manage', what);
   }
@@ -301,7 +301,7 @@ export class AuditService {
   /** An admin passes access checks without a read: a conversation with neither entries nor a row is not found. */
   private async mustExist(conversationId: string): Promise<void> {
     if (conversationId !== SYSTEM_CHAIN && (await this.access.ownerOf(conversationId)) === undefined) {
-      throw new AppError('not_found', `Conversation not found: ${conversationId}`);
+      throw conversationNotFound(conversationId);
     }
   }
 }

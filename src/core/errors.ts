@@ -67,6 +67,11 @@ export class TransactionAbortedError extends Error {
   }
 }
 
+/** "Conversation not found": the one constructor of that 404, for a missing conversation and for one the caller may not see. */
+export function conversationNotFound(id: string): AppError {
+  return new AppError('not_found', `Conversation not found: ${id}`);
+}
+
 /** How far down a cause chain is looked: deep enough for a tool's wrapping, bounded for a cyclic chain. */
 const MAX_CAUSE_DEPTH = 8;
 

@@ -26,10 +26,10 @@
  */
 import type { NegotiationAudit } from './audit';
 import { canonicalJson, sha256Hex } from './canonical-json';
-import { AppError } from './errors';
+import { AppError, conversationNotFound } from './errors';
 import type { NegotiateRequest, NegotiationResult } from './negotiation';
 import type { Transaction, UnitOfWork, UnitsOfWork } from './ports';
-import { type Principal, notFound, principalKey } from './principal';
+import { type Principal, principalKey } from './principal';
 
 /** How long an outcome is kept (and a key stays taken): the one truth; src/db/idempotency-store.ts binds it in its SQL. */
 export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
@@ -160,7 +160,7 @@ export class IdempotentNegotiation {
   ): Promise<IdempotentOutcome> {
     // An agent's key names its one conversation: refused before any statement, as without a key.
     if (p.role === 'agent' && p.conversationId !== conversationId) {
-      throw notFound(conversationId);
+      throw conversationNotFound(conversationId);
     }
     const ref: IdempotencyRef = { conversationId, principal: principalKey(p), key };
     const digest = requestDigest(req);

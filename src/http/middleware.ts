@@ -88,7 +88,7 @@ export function requestLogging(logger: Logger, metrics?: Metrics): RequestHandle
 }
 
 /** After every route: a known path with another method is a 405 with Allow, anything else a 404. */
-export function notFound(app: Express): RequestHandler {
+export function unmatchedRoute(app: Express): RequestHandler {
   return (req, res) => {
     const allow = allowedMethods(app, req.path);
     if (allow.length === 0) return sendProblem(res, 'not_found', `No route for ${req.method} ${req.path}`);
@@ -120,7 +120,7 @@ export function methodGuard(app: Express): RequestHandler {
       if (!tails.has(path.slice(path.lastIndexOf('/') + 1).toLowerCase())) return next();
     }
     const allow = allowedMethods(app, req.path);
-    // No route here: a mount (/docs) or notFound answers.
+    // No route here: a mount (/docs) or unmatchedRoute answers.
     if (allow.length === 0 || (!options && allow.includes(req.method))) return next();
     sendMethodNotAllowed(res, req.method, allow);
   };

@@ -7,12 +7,7 @@
  * entry, computed here through canonicalJson, and the chain verifies.
  */
 import pino from 'pino';
-import {
-  type AuditEntry,
-  ChainVerifier,
-  GENESIS_HASH,
-  type PendingEntry,
-} from '../../src/core/audit';
+import { type AuditEntry, ChainVerifier, GENESIS_HASH, type PendingEntry } from '../../src/core/audit';
 import { canonicalJson, sha256Hex } from '../../src/core/canonical-json';
 import { SqlAuditStore } from '../../src/db/audit-store';
 import { type Database, openDatabase } from '../../src/db/database';
