@@ -88,7 +88,7 @@ export default tseslint.config(
   },
   {
     // The domain core knows storage and transports only through its own ports
-    // (src/core/ports.ts): adapters in src/db, src/http and src/mcp import the
+    // (src/core/ports/): adapters in src/db, src/http and src/mcp import the
     // core, never the reverse. An allow-list, so a new import must be argued for here.
     files: ['src/core/**/*.ts'],
     plugins: { layers },
@@ -98,7 +98,7 @@ export default tseslint.config(
         {
           within: ['src/core'],
           packages: ['zod'],
-          why: 'src/core imports only itself, zod and node:* (declare a port in src/core/ports.ts; adapters live in src/db, src/http, src/mcp)',
+          why: 'src/core imports only itself, zod and node:* (declare a port in src/core/ports/; adapters live in src/db, src/http, src/mcp)',
         },
       ],
     },

@@ -28,7 +28,7 @@ import type { NegotiationAudit } from './audit';
 import { canonicalJson, sha256Hex } from './canonical-json';
 import { AppError, conversationNotFound } from './errors';
 import type { NegotiateRequest, NegotiationResult } from './negotiation';
-import type { Transaction, UnitOfWork, UnitsOfWork } from './ports';
+import type { IdempotencyRef, IdempotencyStore, KeptOutcome, UnitOfWork, UnitsOfWork } from './ports';
 import { type Principal, principalKey } from './principal';
 
 /** How long an outcome is kept (and a key stays taken): the one truth; src/db/idempotency-store.ts binds it in its SQL. */
@@ -36,38 +36,6 @@ export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
 
 /** 1 to 255 visible ASCII characters (API.md). */
 export const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
-
-/** Which call a key belongs to. */
-export interface IdempotencyRef {
-  conversationId: string;
-  /** principalKey(p): an API key by id, a JWT's caller by role and subject. */
-  principal: string;
-  key: string;
-}
-
-export interface KeptOutcome {
-  requestDigest: string;
-  status: number;
-  body: NegotiationResult;
-}
-
-export type ClaimResult = 'claimed' | 'busy' | 'taken';
-
-/** Storage of kept outcomes (src/db/idempotency-store.ts). */
-export interface IdempotencyStore {
-  /** The completed outcome kept for this key within the TTL, if any (no transaction). */
-  find(ref: IdempotencyRef): Promise<KeptOutcome | undefined>;
-  /**
-   * In `tx`: 'claimed' (the key is this transaction's until it ends), 'busy'
-   * (another transaction holds it now) or 'taken' (an outcome was committed).
-   * Never waits for another transaction.
-   */
-  claim(tx: Transaction, ref: IdempotencyRef, requestDigest: string): Promise<ClaimResult>;
-  /** Writes the outcome into the claim row of `tx`. */
-  keep(tx: Transaction, ref: IdempotencyRef, status: number, body: NegotiationResult): Promise<void>;
-  /** Deletes outcomes older than the TTL; how many. */
-  purge(): Promise<number>;
-}
 
 /** What runAction needs for a call with a key: its unit of work, claimed, and the outcome kept in it. */
 export interface OutcomeKeeper {

@@ -3,13 +3,8 @@
  * outcomes of negotiate calls made with an Idempotency-Key.
  */
 import { createHash } from 'node:crypto';
-import {
-  type ClaimResult,
-  IDEMPOTENCY_TTL_SECONDS,
-  type IdempotencyRef,
-  type IdempotencyStore,
-  type KeptOutcome,
-} from '../core/idempotency';
+import { IDEMPOTENCY_TTL_SECONDS } from '../core/idempotency';
+import type { ClaimResult, IdempotencyRef, IdempotencyStore, KeptOutcome } from '../core/ports';
 import type { NegotiationResult } from '../core/negotiation';
 import type { Transaction } from '../core/ports';
 import { clientOf, prepared, type Queryable } from './sql';
