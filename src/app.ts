@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import express, { type Express } from 'express';
 import swaggerUi from 'swagger-ui-express';
-import { PROJECT_ROOT } from './db/migrator';
+import { PROJECT_ROOT } from './project-root';
 import { RegisterRoutes } from './generated/routes';
 import { checkJsonBody, checkUrl, requireJsonBody, verifyUtf8 } from './http/input-checks';
 import { authenticate } from './http/authenticate';
