@@ -21,14 +21,17 @@ function sourceFiles(dir: string): string[] {
   });
 }
 
-/** File → the project files it imports (relative to ROOT), by the compiler's module resolution. */
-export function importGraph(): Map<string, string[]> {
+/**
+ * File → the project files it imports (relative to ROOT), by the compiler's
+ * module resolution: the files under `scanned`, their imports of files under `targetsIn`.
+ */
+export function importGraph(scanned = SCANNED, targetsIn = SCANNED): Map<string, string[]> {
   const options: ts.CompilerOptions = {
     module: ts.ModuleKind.Node16,
     moduleResolution: ts.ModuleResolutionKind.Node16,
   };
-  const files = SCANNED.flatMap((d) => sourceFiles(path.join(ROOT, d)));
-  const inGraph = new Set(files);
+  const files = scanned.flatMap((d) => sourceFiles(path.join(ROOT, d)));
+  const inGraph = new Set(targetsIn.flatMap((d) => sourceFiles(path.join(ROOT, d))));
   const graph = new Map<string, string[]>();
   for (const file of files) {
     const info = ts.preProcessFile(ts.sys.readFile(file) ?? '', true, true);
@@ -98,7 +101,7 @@ function cycleThrough(graph: Map<string, string[]>, component: Set<string>): str
   return [...component];
 }
 
-describe('import graph of src/ and tools/', () => {
+describe('import graph', () => {
   const graph = importGraph();
 
   it('is read from the real files (the entry points and their imports are there)', () => {
@@ -106,7 +109,7 @@ describe('import graph of src/ and tools/', () => {
     expect(graph.size).toBeGreaterThan(50);
   });
 
-  it('has no cycle', () => {
+  it('of src/ and tools/ has no cycle', () => {
     const found = cycles(graph).map((c) => c.join(' → '));
     expect(found).toEqual([]);
   });
@@ -117,5 +120,16 @@ describe('import graph of src/ and tools/', () => {
     withCycle.set('b.ts', ['c.ts']);
     withCycle.set('c.ts', ['a.ts']);
     expect(cycles(withCycle)).toContainEqual(['a.ts', 'b.ts', 'c.ts', 'a.ts']);
+  });
+
+  it('test/ imports nothing from bench/ (the benchmarks may import test support, not the reverse)', () => {
+    const fromTests = importGraph(['test'], ['bench']);
+    const reaches = [...fromTests]
+      .filter(([, targets]) => targets.length > 0)
+      .map(([file, t]) => `${file} → ${t.join(', ')}`);
+    expect(reaches).toEqual([]);
+    expect(importGraph(['bench'], ['test']).get(path.join('bench', 'http-bench.ts'))).toContain(
+      path.join('test', 'support', 'free-port.ts'),
+    );
   });
 });
