@@ -233,6 +233,9 @@ export const sdk: ToolSdk = { z, defineTool, defineAction, BaseTool, ToolError }
 
 // ---- Helpers shared by resource tools --------------------------------------
 
+/** JSON text with object keys sorted, no whitespace: equal values give equal text (the service's own, canonical-json.ts). */
+export { canonicalJson } from './canonical-json';
+
 /** Resource names as the API defines them (resource-names.ts), for tools that check names themselves. */
 export { ID_PATTERN as RESOURCE_NAME_PATTERN, isValidId } from './resource-names';
 
