@@ -29,10 +29,6 @@ export function assertResourceName(name: unknown): asserts name is string {
   }
 }
 
-export function resourceNotFound(name: string): ToolError {
-  return new ToolError('resource_not_found', `Resource not found: ${name}`);
-}
-
 export class ResourceService {
   constructor(
     readonly store: ResourceStore,

@@ -14,9 +14,9 @@
  */
 import { TransactionAbortedError } from './errors';
 import type { Transaction, UnitOfWork } from './ports';
-import { assertResourceName, resourceNotFound, type ResourceService } from './resource-service';
+import { assertResourceName, type ResourceService } from './resource-service';
 import type { Resource, SharedContext } from './tool-interface';
-import { ToolError } from './tool-interface';
+import { ToolError, resourceNotFound } from './tool-interface';
 
 export interface SharedContextOptions {
   conversationId: string;
