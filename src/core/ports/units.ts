@@ -28,11 +28,11 @@ export interface UnitsOfWork {
   /**
    * A unit of one statement that commits on its own (an action's single
    * write, ActionDefinition.singleWrite): no BEGIN/COMMIT. An audit entry
-   * written ahead of it (AuditStore.ahead) is inserted by that same statement,
-   * only if it changes a row; begun() is then its handle, else undefined. A second statement is
-   * refused. commit() and rollback() end it (the statement has committed or
-   * failed by then); abandon() cancels a statement still running and waits
-   * for it to end.
+   * written ahead of it (AuditStore.ahead) is inserted by that same
+   * statement, only if it changes a row; begun() is then its handle, else
+   * undefined. A second statement is refused. commit() and rollback() end it
+   * (the statement has committed or failed by then); abandon() cancels a
+   * statement still running and waits for it to end.
    */
   startSingle(): UnitOfWork;
 }
