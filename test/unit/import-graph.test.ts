@@ -3,6 +3,7 @@
  * ones too, since a type cycle ties the files as tightly as a value cycle) is
  * resolved with the TypeScript compiler's own resolver, and the graph must have
  * no strongly connected component larger than one file, nor a self-import.
+ * And test/ imports nothing from bench/ (the benchmarks may use test support).
  */
 import { readdirSync } from 'node:fs';
 import path from 'node:path';
@@ -25,7 +26,7 @@ function sourceFiles(dir: string): string[] {
  * File → the project files it imports (relative to ROOT), by the compiler's
  * module resolution: the files under `scanned`, their imports of files under `targetsIn`.
  */
-export function importGraph(scanned = SCANNED, targetsIn = SCANNED): Map<string, string[]> {
+function importGraph(scanned = SCANNED, targetsIn = SCANNED): Map<string, string[]> {
   const options: ts.CompilerOptions = {
     module: ts.ModuleKind.Node16,
     moduleResolution: ts.ModuleResolutionKind.Node16,
@@ -46,7 +47,7 @@ export function importGraph(scanned = SCANNED, targetsIn = SCANNED): Map<string,
 }
 
 /** Tarjan's strongly connected components; each cyclic one as a cycle path through it. */
-export function cycles(graph: Map<string, string[]>): string[][] {
+function cycles(graph: Map<string, string[]>): string[][] {
   const index = new Map<string, number>();
   const low = new Map<string, number>();
   const stack: string[] = [];
