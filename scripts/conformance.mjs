@@ -16,7 +16,7 @@
  *   host configured with the token would. (Credentials over MCP have their
  *   own tests: test/http/identity-mcp.test.ts.)
  * - It runs the scenarios listed in APPLICABLE (each at the protocol versions
- *   it covers); README.md ("MCP conformance") lists the others and why they
+ *   it covers); docs/LLM-AND-MCP.md ("MCP conformance") lists the others and why they
  *   do not apply to this server. Exit code 0 when every scenario passes.
  *
  * Options: --scenario NAME (only that one), --all (every server scenario of
@@ -36,7 +36,7 @@ const CACHE = join(ROOT, 'node_modules', '.cache', 'mcp-conformance');
 
 /**
  * The scenarios that apply to a server with tools and resources and no
- * prompts, completions, logging, sampling or elicitation (README.md, "MCP
+ * prompts, completions, logging, sampling or elicitation (docs/LLM-AND-MCP.md, "MCP
  * conformance", lists the others and why they do not apply). Each is run
  * whole; a check listed in EXPECTED_FAILURES may fail, with the reason given.
  */

@@ -79,7 +79,7 @@ describe('a handler that spins', () => {
     await waitForFile(join(markerDir, 'half'));
     await request(t.app).get('/healthz').expect(200);
     // The embedded database is one session, held by the spinning action's open
-    // transaction until the timeout: there, requests that need it wait (README).
+    // transaction until the timeout: there, requests that need it wait (docs/OPERATIONS.md).
     if (!t.database.embedded) {
       await request(t.app).get(`/conversations/${c}/resources`).expect(200);
       await neg(c, 'sandboxed-tool/context-info').expect(200); // another tool, in its own worker
