@@ -16,10 +16,10 @@
  * as they do in the reference figures of TOOLCHAIN-NOTES.md.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { freePort } from './free-port';
+import { freePort } from '../test/support/free-port';
 import { dirname, join, resolve } from 'node:path';
 import autocannon from 'autocannon';
-import { withAdmin } from './admin-client';
+import { withAdmin } from '../test/support/admin-client';
 
 const ROOT = join(__dirname, '..');
 const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 32);

@@ -18,7 +18,7 @@ import { loadConfig } from '../src/config';
 import { openDatabase } from '../src/db/database';
 import { applyMigrations } from '../src/db/migrator';
 import { createLogger } from '../src/logger';
-import { withAdmin } from './admin-client';
+import { withAdmin } from '../test/support/admin-client';
 
 const N = Number(process.env.BENCH_CALLS ?? 1000);
 const ROUNDS = 5;

@@ -6,13 +6,13 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import express, { type Express } from 'express';
 import swaggerUi from 'swagger-ui-express';
-import { PROJECT_ROOT } from './db/migrator';
+import { PROJECT_ROOT } from './project-root';
 import { RegisterRoutes } from './generated/routes';
 import { checkJsonBody, checkUrl, requireJsonBody, verifyUtf8 } from './http/input-checks';
 import { authenticate } from './http/authenticate';
 import { hostOriginGuard } from './http/host-origin';
 import { failedAuthLimiter, principalRateLimit } from './http/rate-limits';
-import { errorHandler, getOnly, methodGuard, notFound, requestLogging } from './http/middleware';
+import { errorHandler, getOnly, methodGuard, requestLogging, unmatchedRoute } from './http/middleware';
 import { setTrustProxy } from './http/trust-proxy';
 import { createExpressServer } from './http/express-server';
 import { MCP_PATH, mcpBodyErrors, mcpRouter } from './mcp/conversation-mcp';
@@ -88,7 +88,7 @@ export function buildApp(services: Services): Express {
   });
   app.use('/docs', getOnly, swaggerUi.serve, swaggerUi.setup(spec.json, { customSiteTitle: 'Tool orchestration API' }));
 
-  app.use(notFound(app));
+  app.use(unmatchedRoute(app));
   app.use(errorHandler(services.logger, spec.json));
   return app;
 }

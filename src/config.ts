@@ -91,8 +91,6 @@ export const ZConfig = z.object({
 /** Settings whose values never appear in a message. */
 const SECRETS = new Set(['ADMIN_API_KEY', 'DATABASE_URL']);
 
-export type TConfigInput = z.input<typeof ZConfig>;
-
 export interface Config {
   nodeEnv: 'development' | 'production' | 'test';
   port: number;

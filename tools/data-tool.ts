@@ -4,13 +4,13 @@
  */
 import { z } from 'zod';
 import {
-  ToolError,
   ZResourceName,
   ZResourceOutput,
   ZResourcePrefix,
   defineAction,
   defineTool,
   requireResource,
+  resourceNotFound,
 } from '../src/core/tool-interface';
 
 /**
@@ -71,7 +71,7 @@ export default defineTool({
       output: z.object({ deleted: z.literal(true), name: z.string() }),
       handler: async ({ name }, ctx) => {
         if (!(await ctx.sharedContext.deleteResource(name))) {
-          throw new ToolError('resource_not_found', `Resource not found: ${name}`);
+          throw resourceNotFound(name);
         }
         return { deleted: true as const, name };
       },

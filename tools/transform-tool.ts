@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import {
   ToolError,
+  canonicalJson,
   ZResourceName,
   ZResourceOutput,
   defineAction,
@@ -95,16 +96,6 @@ function reverseValue(data: unknown): unknown {
   // Spreading a string splits it by code point, so surrogate pairs survive.
   if (typeof data === 'string') return [...data].reverse().join('');
   return [...requireArray(data, 'reverse', 'an array or a string')].reverse();
-}
-
-/** JSON text with object keys sorted: equal values give equal text. */
-export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (isObject(value)) {
-    const keys = Object.keys(value).sort();
-    return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(value[k])}`).join(',')}}`;
-  }
-  return JSON.stringify(value) ?? 'null';
 }
 
 function uniqueValues(data: unknown): unknown[] {

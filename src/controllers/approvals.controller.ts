@@ -3,7 +3,8 @@ import type { Request as ExRequest } from 'express';
 import { principalOf } from '../http/authenticate';
 import type { Problem } from '../http/problem';
 import type { Services } from '../services';
-import type { Id, JsonObject, PermissionLevel } from './types';
+import type { ApprovalList, ApprovalStatusValue, ApprovalView } from './responses';
+import type { Id } from './types';
 import { PROBLEM_JSON } from '../http/problem';
 import {
   approvalConflictExample,
@@ -17,62 +18,6 @@ import {
   pendingApprovalExample,
   rejectedExample,
 } from './examples';
-
-/**
- * pending: waits on the owner; approved, rejected: decided; expired: lapsed before a decision (or an
- * approved `once` before its retry); used: its `once` retry ran; satisfied: settled without a decision,
- * because the tool's level was raised to the one it asks for, or the same principal's identical call ran.
- */
-export type ApprovalStatusValue = 'pending' | 'approved' | 'rejected' | 'expired' | 'used' | 'satisfied';
-
-/** A request for the owner's approval of exactly one refused call. */
-export interface ApprovalView {
-  id: string;
-  conversationId: string;
-  /** call: a refused action; upgrade: an agent's `upgrade:TOOL:level-N`. */
-  kind: 'call' | 'upgrade';
-  tool: string;
-  /** The action's name, or the special action `upgrade:TOOL:level-N`. */
-  action: string;
-  /** The args as the refused call sent them. */
-  args: JsonObject;
-  /** SHA-256 (hex) of the args' canonical JSON (keys sorted recursively, no whitespace). */
-  argsDigest: string;
-  requiredLevel: PermissionLevel;
-  /** The tool's effective level when the call was refused. */
-  currentLevel: PermissionLevel;
-  /** The principal whose call was refused: `agent:KEY_ID`, `user:SUBJECT`, `admin:SUBJECT`. */
-  requestedBy: string;
-  /** A pending request past its expiresAt reads `expired`. */
-  status: ApprovalStatusValue;
-  /**
-   * Epoch milliseconds.
-   * @isLong
-   */
-  createdAt: number;
-  /**
-   * Epoch milliseconds. Pending: when the request lapses (APPROVAL_TTL_SECONDS);
-   * approved `once`: until when the retry may come; approved `conversation`: when the
-   * granted level ends (null: it does not).
-   * @isLong
-   */
-  expiresAt: number | null;
-  /** Who approved or rejected it; for `satisfied`, who set the level (null: the identical call ran at the tool's level). */
-  decidedBy: string | null;
-  /**
-   * Epoch milliseconds of the approval, rejection or settlement (`satisfied`), or null while pending.
-   * @isLong
-   */
-  decidedAt: number | null;
-  scope: 'once' | 'conversation' | null;
-  /** A rejection's reason; for `satisfied`, what made the request unnecessary. */
-  reason: string | null;
-}
-
-export interface ApprovalList {
-  /** Newest first (at most 500). */
-  approvals: ApprovalView[];
-}
 
 export interface ApproveBody {
   /** once: that exact call may run once (the retry carries approvalId); conversation: the tool's level is raised. */

@@ -6,10 +6,16 @@
 import type { NegotiationResult } from '../core/negotiation';
 import type { Problem } from '../http/problem';
 import type { Resource } from '../core/tool-interface';
-import type { ApprovalList, ApprovalView } from './approvals.controller';
-import type { CreatedApiKey, KeyList } from './keys.controller';
-import type { LevelChange, PermissionHistory, Permissions } from './permissions.controller';
-import type { ResourcePage } from './resources.controller';
+import type {
+  ApprovalList,
+  ApprovalView,
+  CreatedApiKey,
+  KeyList,
+  LevelChange,
+  PermissionHistory,
+  Permissions,
+  ResourcePage,
+} from './responses';
 
 const REQUEST_ID = '3f8e2a5c-9d41-4b7e-8a16-2c5d0e9b7f30';
 

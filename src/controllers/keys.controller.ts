@@ -17,6 +17,7 @@ import type { KeyView } from '../core/keys';
 import { principalOf } from '../http/authenticate';
 import type { Problem } from '../http/problem';
 import type { Services } from '../services';
+import type { ApiKey, CreatedApiKey, KeyList } from './responses';
 import { SYSTEM_CHAIN } from '../core/audit';
 import type { Id, KeyId, PermissionLevel } from './types';
 import { PROBLEM_JSON } from '../http/problem';
@@ -68,33 +69,6 @@ export interface CreateAgentKeyBody {
    * @maximum 253402300799999 must be an integer (epoch milliseconds) in the future, at most 9999-12-31
    */
   expiresAt?: number;
-}
-
-/** A key as listed: never its token. */
-export interface ApiKey {
-  id: string;
-  role: 'admin' | 'user' | 'agent';
-  subject: string;
-  /** An agent key's conversation; null for admin and user keys. */
-  conversationId: string | null;
-  maxLevel: number | null;
-  label: string | null;
-  /** Epoch milliseconds, or null. */
-  expiresAt: number | null;
-  createdAt: number;
-  /** The principal that minted it (`admin:SUBJECT`, `user:SUBJECT`). */
-  createdBy: string;
-  /** Epoch milliseconds, or null while it works. */
-  revokedAt: number | null;
-}
-
-/** A key just minted: the only time its token is shown. Store it now. */
-export interface CreatedApiKey extends ApiKey {
-  token: string;
-}
-
-export interface KeyList {
-  keys: ApiKey[];
 }
 
 export interface Me {

@@ -5,6 +5,7 @@ import { principalOf } from '../http/authenticate';
 import { listPermissions, permissionHistory } from '../core/permissions';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
+import type { LevelChange, PermissionHistory, Permissions } from './responses';
 import type { Id, PermissionLevel, ToolName } from './types';
 import { PROBLEM_JSON } from '../http/problem';
 import {
@@ -18,21 +19,6 @@ import {
   permissionsExample,
 } from './examples';
 
-export interface ToolPermission {
-  tool: string;
-  level: PermissionLevel;
-  /** explicit: set in this conversation; legacy: the M4 level; default: 1. */
-  source: 'explicit' | 'legacy' | 'default';
-  /** Epoch milliseconds of the explicit level, or null. */
-  upgradedAt: number | null;
-}
-
-export interface Permissions {
-  conversationId: string;
-  legacyLevel: number | null;
-  tools: ToolPermission[];
-}
-
 export interface SetLevelBody {
   /**
    * 1 read, 2 write, 3 execute.
@@ -41,28 +27,6 @@ export interface SetLevelBody {
    * @maximum 3 must be an integer from 1 to 3
    */
   level: number;
-}
-
-export interface LevelChange {
-  tool: string;
-  level: PermissionLevel;
-  /** The effective level before the change. */
-  previousLevel: PermissionLevel;
-}
-
-export interface PermissionEvent {
-  tool: string;
-  /** The effective level before (null for levels carried over from M4). */
-  fromLevel: number | null;
-  toLevel: number;
-  /** Epoch milliseconds. */
-  at: number;
-  /** Who changed it: `user:SUBJECT`, `admin:SUBJECT`, `agent:KEY_ID`, `m4-migration`, `expiry`; `client` and `negotiate` on rows from before identities. */
-  actor: string;
-}
-
-export interface PermissionHistory {
-  events: PermissionEvent[];
 }
 
 @Route('conversations/{id}/permissions')

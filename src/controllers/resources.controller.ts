@@ -21,6 +21,7 @@ import { ToolError } from '../core/tool-interface';
 import { parsePrecondition } from '../http/preconditions';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
+import type { ResourcePage } from './responses';
 import type { Cursor, EntityTags, Id, Resource } from './types';
 import { PROBLEM_JSON } from '../http/problem';
 import {
@@ -34,12 +35,6 @@ import {
   resourceExample,
   resourcePageExample,
 } from './examples';
-
-export interface ResourcePage {
-  resources: Resource[];
-  /** Pass as `cursor` for the next page; null on the last page. */
-  nextCursor: string | null;
-}
 
 export interface PutResourceBody {
   /**

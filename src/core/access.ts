@@ -6,7 +6,8 @@
  * (conversation-manager.ts), without a round trip of its own.
  */
 import type { ConversationStore } from './ports';
-import { type ConversationRight, type Principal, checkConversationAccess, forbidden, notFound } from './principal';
+import { type ConversationRight, type Principal, checkConversationAccess } from './principal';
+import { conversationNotFound } from './errors';
 
 export class ConversationAccess {
   constructor(private readonly conversations: ConversationStore) {}
@@ -19,7 +20,7 @@ export class ConversationAccess {
    */
   async check(p: Principal, id: string, right: ConversationRight, what: string): Promise<void> {
     if (p.role === 'admin') return;
-    if (p.role === 'agent' && p.conversationId !== id) throw notFound(id);
+    if (p.role === 'agent' && p.conversationId !== id) throw conversationNotFound(id);
     checkConversationAccess(p, id, await this.conversations.owner(id), right, what);
   }
 
@@ -42,5 +43,3 @@ export class ConversationAccess {
     return false;
   }
 }
-
-export { forbidden, notFound };

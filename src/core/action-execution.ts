@@ -5,7 +5,7 @@
  * dry run's argument check inside an isolated tool's worker.
  */
 import type { NegotiationTrail } from './audit';
-import { AppError, isUnavailable } from './errors';
+import { AppError, findCause, isUnavailable } from './errors';
 import type { OutcomeKeeper } from './idempotency';
 import { fail, type NegotiationResult, type Routing } from './negotiation';
 import type { Transaction, UnitsOfWork } from './ports';
@@ -60,10 +60,7 @@ async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | type
 
 /** An AppError along the cause chain: a tool may wrap the error its shared context threw. */
 function appErrorIn(err: unknown): AppError | undefined {
-  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    if (e instanceof AppError) return e;
-  }
-  return undefined;
+  return findCause(err, (e): e is AppError => e instanceof AppError);
 }
 
 export async function runAction(

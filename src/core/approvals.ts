@@ -7,124 +7,24 @@
  * every state change a single decision of the database, so replicas and
  * racing retries agree.
  */
-import { createHash, randomBytes } from 'node:crypto';
-import { AppError } from './errors';
+import { randomBytes } from 'node:crypto';
+import { argsDigest } from './canonical-json';
+import { AppError, conversationNotFound } from './errors';
 import { type ApprovalRef, fail, type NegotiationResult } from './negotiation';
-import type { LevelChange, Transaction } from './ports';
-import { type Principal, actorOf, checkConversationAccess, forbidden, notFound } from './principal';
-import type { Level, ToolLogger } from './tool-interface';
-
-export type ApprovalKind = 'call' | 'upgrade';
-/**
- * `satisfied`: a pending request that no longer needs a decision, because the
- * tool's level was raised to the one it asks for (by hand, by an approval for
- * the conversation, by an agent's approved upgrade), or because the same
- * principal's identical call ran at the tool's level.
- */
-export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | 'used' | 'satisfied';
-export const APPROVAL_STATUSES: readonly ApprovalStatus[] = [
-  'pending',
-  'approved',
-  'rejected',
-  'expired',
-  'used',
-  'satisfied',
-];
-export type ApprovalScope = 'once' | 'conversation';
-
-export interface Approval {
-  id: string;
-  conversationId: string;
-  kind: ApprovalKind;
-  tool: string;
-  /** The action's name (`create-resource`), or for kind `upgrade` the special action (`upgrade:TOOL:level-N`). */
-  action: string;
-  args: Record<string, unknown>;
-  argsDigest: string;
-  requiredLevel: Level;
-  currentLevel: Level;
-  requestedBy: string;
-  status: ApprovalStatus;
-  createdAt: number;
-  /** Pending: when the request lapses; approved `once`: until when the retry may come; approved `conversation`: when the grant ends (null: never). */
-  expiresAt: number | null;
-  /** Who approved or rejected it; for `satisfied`, who raised the level (null: the call ran at its level). */
-  decidedBy: string | null;
-  /** When it was approved, rejected or satisfied. */
-  decidedAt: number | null;
-  scope: ApprovalScope | null;
-  /** A rejection's reason; for `satisfied`, what made the request unnecessary. */
-  reason: string | null;
-}
-
-/** What a refusal records: the call, its levels and who asked. */
-export type ApprovalRequest = Pick<
+import type {
   Approval,
-  | 'conversationId'
-  | 'kind'
-  | 'tool'
-  | 'action'
-  | 'args'
-  | 'argsDigest'
-  | 'requiredLevel'
-  | 'currentLevel'
-  | 'requestedBy'
->;
-
-export type Decision =
-  | { scope: 'once'; by: string; expiresInSeconds: number }
-  | { scope: 'conversation'; by: string; expiresInSeconds?: number };
-
-/** What the database decides about an approval it was asked to change. */
-export type DecisionOutcome = Approval | 'not_found' | 'not_pending';
-
-/** One principal's identical call, to settle the pending request it left once it ran. */
-export type SettledCall = Pick<ApprovalRequest, 'conversationId' | 'tool' | 'action' | 'argsDigest' | 'requestedBy'>;
-
-export interface ApprovalStore {
-  /**
-   * Records the pending request, or returns the same principal's identical
-   * pending one (one statement decides, across replicas).
-   */
-  request(r: ApprovalRequest, ttlSeconds: number): Promise<Approval>;
-  /** undefined when there is no such approval in that conversation. */
-  get(conversationId: string, id: string): Promise<Approval | undefined>;
-  /** Newest first; undefined when the conversation does not exist. */
-  list(conversationId: string, status: ApprovalStatus | undefined, limit: number): Promise<Approval[] | undefined>;
-  /** Approves a pending, unexpired request; `conversation` also sets the level (history row by `by`) in the same transaction. */
-  approve(conversationId: string, id: string, d: Decision): Promise<DecisionOutcome>;
-  reject(conversationId: string, id: string, by: string, reason: string | null): Promise<DecisionOutcome>;
-  /** Marks an approved `once` approval used inside `tx` (rolled back with it); false when another retry took it or it lapsed. */
-  claim(id: string, tx: Transaction): Promise<boolean>;
-  /** The same for an agent's `upgrade:`: the approval used and the level set (history row by `actor`) in one transaction. */
-  claimUpgrade(
-    id: string,
-    conversationId: string,
-    tool: string,
-    level: Level,
-    actor: string,
-  ): Promise<LevelChange | undefined>;
-  /** Marks that principal's pending request for that call `satisfied` (the call ran without it); how many. */
-  satisfy(call: SettledCall): Promise<number>;
-  /** Expires lapsed requests and ends due grants (history row by `expiry`); safe on every replica at once. */
-  sweep(): Promise<{ expired: number; reverted: number }>;
-}
-
-/** JSON with object keys sorted (recursively) and no whitespace: the args' identity. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v === undefined ? null : v)).join(',')}]`;
-  const obj = value as Record<string, unknown>;
-  const keys = Object.keys(obj)
-    .filter((k) => obj[k] !== undefined)
-    .sort();
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`).join(',')}}`;
-}
-
-/** SHA-256 (hex) of the args' canonical JSON. */
-export function argsDigest(args: Record<string, unknown>): string {
-  return createHash('sha256').update(canonicalJson(args)).digest('hex');
-}
+  ApprovalKind,
+  ApprovalRequest,
+  ApprovalScope,
+  ApprovalStatus,
+  ApprovalStore,
+  Decision,
+  DecisionOutcome,
+  LevelChange,
+  Transaction,
+} from './ports';
+import { type Principal, actorOf, checkConversationAccess, forbidden } from './principal';
+import type { Level, ToolLogger } from './tool-interface';
 
 export function newApprovalId(): string {
   return 'apr_' + randomBytes(12).toString('base64url');
@@ -269,7 +169,7 @@ export class ApprovalService {
   async list(p: Principal, conversationId: string, status?: ApprovalStatus): Promise<Approval[]> {
     await this.checkManage(p, conversationId, 'read approvals');
     const list = await this.store.list(conversationId, status, LIST_LIMIT);
-    if (!list) throw notFound(conversationId);
+    if (!list) throw conversationNotFound(conversationId);
     return list;
   }
 
@@ -318,7 +218,7 @@ export class ApprovalService {
 
   /** Agents see the conversation but never manage approvals (403); others who may not see it get 404. */
   private async checkManage(p: Principal, conversationId: string, what: string): Promise<void> {
-    if (p.role === 'agent' && p.conversationId !== conversationId) throw notFound(conversationId);
+    if (p.role === 'agent' && p.conversationId !== conversationId) throw conversationNotFound(conversationId);
     const owner = await this.owners.owner(conversationId);
     checkConversationAccess(p, conversationId, owner, 'manage', what);
   }

@@ -14,90 +14,14 @@
  * database's audit_seal function (migration 20260405000000), which computes
  * entryHash's JSON and hash; this module verifies with entryHash.
  */
-import { hash } from 'node:crypto';
 import type { ConversationAccess } from './access';
-import { AppError, RESERVED_CONVERSATION_ID } from './errors';
+import { argsDigest, sha256Hex } from './canonical-json';
+import { AppError, RESERVED_CONVERSATION_ID, conversationNotFound } from './errors';
 import type { NegotiateRequest, NegotiationResult } from './negotiation';
-import type { Transaction, UnitOfWork } from './ports';
+import type { AuditEntry, AuditEvent, AuditFields, AuditStore, PendingEntry, Transaction, UnitOfWork } from './ports';
 import { type Principal, actorOf } from './principal';
 
-/** What an entry records. The approval events are written by the approvals code. */
-export type AuditEvent =
-  | 'negotiate'
-  | 'negotiate.dry_run'
-  | 'permission.changed'
-  | 'key.created'
-  | 'key.revoked'
-  | 'conversation.created'
-  | 'conversation.deleted'
-  | 'approval.requested'
-  | 'approval.decided';
-
-/** The caller's part of an entry; `at` is the moment of recording. */
-export interface AuditFields {
-  conversationId: string;
-  /** As in the permission history: `user:S`, `admin:S`, `agent:KEYID` (actorOf), `expiry`. */
-  actor: string;
-  /** The request's X-Request-Id. */
-  requestId: string;
-  /** `success`, or the outcome's code (`permission_required`, `tool_error`, …). */
-  outcome: string;
-  tool?: string;
-  action?: string;
-  /** The HTTP status REST gives the outcome. */
-  status?: number;
-  /** SHA-256 hex of the args' canonical JSON (argsDigest()); the args themselves are never stored. */
-  argsDigest?: string;
-  approvalId?: string;
-}
-
-/** An entry before sealing. */
-export interface PendingEntry extends AuditFields {
-  event: AuditEvent;
-  /** Epoch milliseconds. */
-  at: number;
-}
-
-/** A sealed entry, as GET …/audit shows it. Absent optional fields are absent (not null) in the hash too. */
-export interface AuditEntry {
-  seq: number;
-  at: number;
-  conversationId: string;
-  actor: string;
-  event: string;
-  tool?: string;
-  action?: string;
-  outcome: string;
-  status?: number;
-  argsDigest?: string;
-  approvalId?: string;
-  requestId: string;
-  prevHash: string;
-  hash: string;
-}
-
 export const GENESIS_HASH = '0'.repeat(64);
-
-/** JSON with object keys sorted (recursively, by code unit) and no whitespace; undefined members left out. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((v) => (v === undefined ? 'null' : canonicalJson(v))).join(',')}]`;
-  const obj = value as Record<string, unknown>;
-  const members = Object.keys(obj)
-    .sort()
-    .filter((k) => obj[k] !== undefined && typeof obj[k] !== 'function')
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson(obj[k])}`);
-  return `{${members.join(',')}}`;
-}
-
-export function sha256Hex(text: string): string {
-  return hash('sha256', text, 'hex');
-}
-
-/** The digest an entry keeps instead of the args. */
-export function argsDigest(args: unknown): string {
-  return sha256Hex(canonicalJson(args ?? {}));
-}
 
 const str = JSON.stringify;
 
@@ -154,33 +78,6 @@ export class ChainVerifier {
       ? { ok: true, entries: this.count, head: this.prev }
       : { ok: false, entries: this.count, brokenAt: this.broken };
   }
-}
-
-/** Where entries go (src/db/audit-store.ts). */
-export interface AuditStore {
-  /** Written by `tx`'s COMMIT (sent with it: no round trip of its own); gone if it rolls back. */
-  inTransaction(tx: Transaction, entry: PendingEntry): void;
-  /**
-   * Written by `unit`'s BEGIN, if it begins (UnitOfWork.openWith): before its
-   * writes, so not while it holds their row locks; gone if it rolls back.
-   * False when the unit had begun already (nothing written).
-   */
-  ahead(unit: UnitOfWork, entry: PendingEntry): boolean;
-  /** Committed before it resolves. */
-  insert(entry: PendingEntry): Promise<void>;
-  /** Written in a batch within the flush interval (lost if the process dies before). */
-  enqueue(entry: PendingEntry): void;
-  /** Writes what is queued now. */
-  flush(): Promise<void>;
-  /** Moves every committed pending entry into the log (waits for a sealer running elsewhere). */
-  seal(): Promise<void>;
-  /** Sealed entries after `after`, oldest first. */
-  page(conversationId: string, after: number, limit: number): Promise<AuditEntry[]>;
-  head(conversationId: string): Promise<{ seq: number; hash: string } | undefined>;
-  /** The seq of the id's last `conversation.deleted` entry (0 when none): where its current conversation's entries begin. */
-  lastDeletion(conversationId: string): Promise<number>;
-  /** Flushes, seals and stops its timers. */
-  close(): Promise<void>;
 }
 
 /** What negotiate's transport hands it to audit the call. */
@@ -314,7 +211,7 @@ export class AuditService {
   /** As every other endpoint under the conversation (owner, admin; an agent 403 in its own, 404 elsewhere). */
   private async checkAccess(p: Principal, conversationId: string, what: string): Promise<void> {
     if (conversationId === SYSTEM_CHAIN && p.role !== 'admin') {
-      throw new AppError('not_found', `Conversation not found: ${conversationId}`);
+      throw conversationNotFound(conversationId);
     }
     await this.access.check(p, conversationId, 'manage', what);
   }
@@ -322,7 +219,7 @@ export class AuditService {
   /** An admin passes access checks without a read: a conversation with neither entries nor a row is not found. */
   private async mustExist(conversationId: string): Promise<void> {
     if (conversationId !== SYSTEM_CHAIN && (await this.access.ownerOf(conversationId)) === undefined) {
-      throw new AppError('not_found', `Conversation not found: ${conversationId}`);
+      throw conversationNotFound(conversationId);
     }
   }
 }

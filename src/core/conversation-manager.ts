@@ -8,13 +8,13 @@
 import { checkInSandbox, runAction, type ExecutionDeps } from './action-execution';
 import type { ApprovalService } from './approvals';
 import type { AuditService, NegotiationAudit, NegotiationTrail } from './audit';
-import { RESERVED_CONVERSATION_ID, reservedIdError } from './errors';
+import { RESERVED_CONVERSATION_ID, reservedIdError, conversationNotFound } from './errors';
 import type { OutcomeKeeper } from './idempotency';
 import { fail, type NegotiateRequest, type NegotiationResult, type Routing } from './negotiation';
 import { LEVEL_NAMES, effectiveLevel, isLevel } from './permissions';
 import { deniedBy } from './policy';
 import type { ConversationStore, DecisionStore, NegotiationObserver, PermissionStore } from './ports';
-import { type Principal, actorOf, canCreate, checkConversationAccess, notFound } from './principal';
+import { type Principal, actorOf, canCreate, checkConversationAccess } from './principal';
 import { parseSpecialAction } from './special-actions';
 import type { CatalogSnapshot, RoutedAction, ToolCatalog, ToolView } from './tool-catalog';
 import { baseAlignment } from './tool-catalog';
@@ -67,7 +67,7 @@ export class ConversationManager {
     options: { keeper?: OutcomeKeeper; meta?: NegotiationAudit },
   ): Promise<NegotiationResult> {
     // An agent's key names its one conversation: any other is refused before any work.
-    if (p.role === 'agent' && p.conversationId !== conversationId) throw notFound(conversationId);
+    if (p.role === 'agent' && p.conversationId !== conversationId) throw conversationNotFound(conversationId);
     // Refused before it is audited: an entry under this id would land in the keys' chain.
     if (conversationId === RESERVED_CONVERSATION_ID) throw reservedIdError();
     // Every decision is audited: an action that wrote, with its transaction; the others queued (src/core/audit.ts).

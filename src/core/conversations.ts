@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { conversationState, type M5State } from './conversation-migration';
-import { AppError, RESERVED_CONVERSATION_ID, reservedIdError } from './errors';
+import { AppError, RESERVED_CONVERSATION_ID, reservedIdError, conversationNotFound } from './errors';
 import type { TPolicy } from './policy';
 import type { ConversationStore, ConversationView, PermissionStore, ResourceStore } from './ports';
 
@@ -24,13 +24,13 @@ export async function createConversation(
 
 export async function getConversation(store: ConversationStore, id: string): Promise<ConversationView> {
   const conversation = await store.get(id);
-  if (!conversation) throw new AppError('not_found', `Conversation not found: ${id}`);
+  if (!conversation) throw conversationNotFound(id);
   return conversation;
 }
 
 /** Deletes the conversation; its resources, permissions and history go with it. */
 export async function deleteConversation(store: ConversationStore, id: string): Promise<void> {
-  if (!(await store.delete(id))) throw new AppError('not_found', `Conversation not found: ${id}`);
+  if (!(await store.delete(id))) throw conversationNotFound(id);
 }
 
 /** The conversation in the seed's M5 JSON document form. */
@@ -40,6 +40,6 @@ export async function getConversationState(
   id: string,
 ): Promise<M5State> {
   const levels = await permissions.levels(id);
-  if (!levels) throw new AppError('not_found', `Conversation not found: ${id}`);
+  if (!levels) throw conversationNotFound(id);
   return conversationState(levels.legacyLevel, levels.explicit, await resources.list(id, {}));
 }

@@ -67,15 +67,36 @@ export class TransactionAbortedError extends Error {
   }
 }
 
+/** "Conversation not found": the one constructor of that 404, for a missing conversation and for one the caller may not see. */
+export function conversationNotFound(id: string): AppError {
+  return new AppError('not_found', `Conversation not found: ${id}`);
+}
+
+/** How far down a cause chain is looked: deep enough for a tool's wrapping, bounded for a cyclic chain. */
+const MAX_CAUSE_DEPTH = 8;
+
 /**
- * Whether the database was unavailable somewhere along the cause chain: a
- * tool may wrap the error its shared context threw in one of its own.
+ * The first error along `err`'s cause chain (err itself first) that `matches`:
+ * a tool may wrap the error its shared context threw in one of its own. The
+ * one walk of an error's causes; every caller goes through it.
  */
-export function isUnavailable(err: unknown): boolean {
-  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    if (e instanceof UnavailableError) return true;
+export function findCause<T extends Error>(err: unknown, matches: (e: Error) => e is T): T | undefined;
+export function findCause(err: unknown, matches: (e: Error) => boolean): Error | undefined;
+export function findCause(err: unknown, matches: (e: Error) => boolean): Error | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < MAX_CAUSE_DEPTH; e = e.cause, depth++) {
+    if (matches(e)) return e;
   }
-  return false;
+  return undefined;
+}
+
+/** The UnavailableError along the cause chain, if the database (or another dependency) was unavailable. */
+export function unavailableCause(err: unknown): UnavailableError | undefined {
+  return findCause(err, (e): e is UnavailableError => e instanceof UnavailableError);
+}
+
+/** Whether the database was unavailable somewhere along the cause chain. */
+export function isUnavailable(err: unknown): boolean {
+  return unavailableCause(err) !== undefined;
 }
 
 /**

@@ -24,50 +24,18 @@
  * writes were rolled back; database trouble (503). A retry of those with the
  * same key is decided and run afresh.
  */
-import { createHash } from 'node:crypto';
 import type { NegotiationAudit } from './audit';
-import { AppError } from './errors';
+import { canonicalJson, sha256Hex } from './canonical-json';
+import { AppError, conversationNotFound } from './errors';
 import type { NegotiateRequest, NegotiationResult } from './negotiation';
-import type { Transaction, UnitOfWork, UnitsOfWork } from './ports';
-import { type Principal, notFound, principalKey } from './principal';
+import type { IdempotencyRef, IdempotencyStore, KeptOutcome, UnitOfWork, UnitsOfWork } from './ports';
+import { type Principal, principalKey } from './principal';
 
-/** How long an outcome is kept (and a key stays taken). */
+/** How long an outcome is kept (and a key stays taken): the one truth; src/db/idempotency-store.ts binds it in its SQL. */
 export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
 
 /** 1 to 255 visible ASCII characters (API.md). */
 export const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
-
-/** Which call a key belongs to. */
-export interface IdempotencyRef {
-  conversationId: string;
-  /** principalKey(p): an API key by id, a JWT's caller by role and subject. */
-  principal: string;
-  key: string;
-}
-
-export interface KeptOutcome {
-  requestDigest: string;
-  status: number;
-  body: NegotiationResult;
-}
-
-export type ClaimResult = 'claimed' | 'busy' | 'taken';
-
-/** Storage of kept outcomes (src/db/idempotency-store.ts). */
-export interface IdempotencyStore {
-  /** The completed outcome kept for this key within the TTL, if any (no transaction). */
-  find(ref: IdempotencyRef): Promise<KeptOutcome | undefined>;
-  /**
-   * In `tx`: 'claimed' (the key is this transaction's until it ends), 'busy'
-   * (another transaction holds it now) or 'taken' (an outcome was committed).
-   * Never waits for another transaction.
-   */
-  claim(tx: Transaction, ref: IdempotencyRef, requestDigest: string): Promise<ClaimResult>;
-  /** Writes the outcome into the claim row of `tx`. */
-  keep(tx: Transaction, ref: IdempotencyRef, status: number, body: NegotiationResult): Promise<void>;
-  /** Deletes outcomes older than the TTL; how many. */
-  purge(): Promise<number>;
-}
 
 /** What runAction needs for a call with a key: its unit of work, claimed, and the outcome kept in it. */
 export interface OutcomeKeeper {
@@ -85,20 +53,9 @@ export interface IdempotentOutcome {
   replayed: boolean;
 }
 
-/** JSON with object keys sorted and no whitespace: equal values give equal text. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v)).join(',')}]`;
-  const entries = Object.keys(value)
-    .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
-    .sort()
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-  return `{${entries.join(',')}}`;
-}
-
 /** SHA-256 (hex) of the request body's canonical JSON. */
 export function requestDigest(req: NegotiateRequest): string {
-  return createHash('sha256').update(canonicalJson(req)).digest('hex');
+  return sha256Hex(canonicalJson(req));
 }
 
 /** The key ran (or is running) elsewhere: answered from the kept outcome instead. */
@@ -139,7 +96,7 @@ export class IdempotentNegotiation {
 
   constructor(private readonly deps: IdempotencyDeps) {}
 
-  /** Deletes the outcomes older than 24 hours (lookups ignore them already); how many. */
+  /** Deletes the outcomes older than IDEMPOTENCY_TTL_SECONDS (lookups ignore them already); how many. */
   purge(): Promise<number> {
     return this.deps.store.purge();
   }
@@ -171,7 +128,7 @@ export class IdempotentNegotiation {
   ): Promise<IdempotentOutcome> {
     // An agent's key names its one conversation: refused before any statement, as without a key.
     if (p.role === 'agent' && p.conversationId !== conversationId) {
-      throw notFound(conversationId);
+      throw conversationNotFound(conversationId);
     }
     const ref: IdempotencyRef = { conversationId, principal: principalKey(p), key };
     const digest = requestDigest(req);

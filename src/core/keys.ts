@@ -6,7 +6,7 @@
  */
 import { hash, randomBytes } from 'node:crypto';
 import { ConversationAccess } from './access';
-import { AppError } from './errors';
+import { AppError, conversationNotFound } from './errors';
 import type { KeyStore, StoredKey } from './ports';
 import { type Principal, actorOf, forbidden } from './principal';
 import type { Level } from './tool-interface';
@@ -98,7 +98,7 @@ export class KeyService {
   async mintAgent(p: Principal, conversationId: string, input: KeyInput & { maxLevel?: Level }): Promise<CreatedKey> {
     await this.access.check(p, conversationId, 'manage', 'mint agent keys');
     const owner = await this.access.ownerOf(conversationId);
-    if (owner === undefined) throw new AppError('not_found', `Conversation not found: ${conversationId}`);
+    if (owner === undefined) throw conversationNotFound(conversationId);
     return this.insert({
       role: 'agent',
       // An agent acts for the conversation's owner (an admin's subject for an ownerless one).

@@ -4,7 +4,7 @@
  * else the conversation's M4 legacy level, if any; else 1 (read).
  * Every change is one transaction with its history row (PermissionStore).
  */
-import { AppError } from './errors';
+import { conversationNotFound } from './errors';
 import type { PermissionEventView, PermissionStore } from './ports';
 
 export type { LevelChange, PermissionEventView } from './ports';
@@ -47,7 +47,7 @@ export async function listPermissions(
   toolNames: readonly string[],
 ): Promise<PermissionsView> {
   const conv = await store.levels(conversationId);
-  if (!conv) throw new AppError('not_found', `Conversation not found: ${conversationId}`);
+  if (!conv) throw conversationNotFound(conversationId);
   const explicit = new Map(conv.explicit.map((p) => [p.tool, p]));
   const names = [...toolNames].sort();
   return {
@@ -66,6 +66,6 @@ export async function permissionHistory(
   conversationId: string,
 ): Promise<PermissionEventView[]> {
   const events = await store.history(conversationId);
-  if (!events) throw new AppError('not_found', `Conversation not found: ${conversationId}`);
+  if (!events) throw conversationNotFound(conversationId);
   return events;
 }

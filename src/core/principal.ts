@@ -9,7 +9,7 @@
  *   the MCP endpoint and reading resources there; never changes permissions,
  *   policy or keys, never approves. `maxLevel` is a ceiling on its calls.
  */
-import { AppError } from './errors';
+import { AppError, conversationNotFound } from './errors';
 import type { Level } from './tool-interface';
 
 export type Role = 'admin' | 'user' | 'agent';
@@ -75,10 +75,6 @@ export function canCreate(p: Principal): boolean {
   return p.role !== 'agent';
 }
 
-export function notFound(id: string): AppError {
-  return new AppError('not_found', `Conversation not found: ${id}`);
-}
-
 export function forbidden(p: Principal, what: string): AppError {
   return new AppError('forbidden', `A principal with role ${p.role} may not ${what}`);
 }
@@ -95,6 +91,6 @@ export function checkConversationAccess(
   right: ConversationRight,
   what: string,
 ): void {
-  if (owner === undefined || !canSee(p, id, owner)) throw notFound(id);
+  if (owner === undefined || !canSee(p, id, owner)) throw conversationNotFound(id);
   if (!hasRight(p, right)) throw forbidden(p, what);
 }

@@ -4,7 +4,7 @@
  * conditional writes of If-Match / If-None-Match (a list of versions), and
  * what each refusal says. Statements run through the ResourceStore port.
  */
-import { AppError } from './errors';
+import { AppError, conversationNotFound } from './errors';
 import type { ConversationStore, ListResourcesOptions, ResourceStore } from './ports';
 import { ID_RULE, isValidId } from './resource-names';
 import { ToolError, type Resource } from './tool-interface';
@@ -27,10 +27,6 @@ export function assertResourceName(name: unknown): asserts name is string {
   if (!isValidId(name)) {
     throw new ToolError('invalid_args', `name: ${ID_RULE}`);
   }
-}
-
-export function notFound(name: string): ToolError {
-  return new ToolError('resource_not_found', `Resource not found: ${name}`);
 }
 
 export class ResourceService {
@@ -57,7 +53,7 @@ export class ResourceService {
   /** The same, but not_found when the conversation does not exist. */
   async listOrNotFound(conversationId: string, opts: ListResourcesOptions): Promise<Resource[]> {
     if (!(await this.conversations.exists(conversationId))) {
-      throw new AppError('not_found', `Conversation not found: ${conversationId}`);
+      throw conversationNotFound(conversationId);
     }
     return this.store.list(conversationId, opts);
   }

@@ -14,9 +14,9 @@
  */
 import { TransactionAbortedError } from './errors';
 import type { Transaction, UnitOfWork } from './ports';
-import { assertResourceName, notFound, type ResourceService } from './resource-service';
+import { assertResourceName, type ResourceService } from './resource-service';
 import type { Resource, SharedContext } from './tool-interface';
-import { ToolError } from './tool-interface';
+import { ToolError, resourceNotFound } from './tool-interface';
 
 export interface SharedContextOptions {
   conversationId: string;
@@ -105,7 +105,7 @@ export class ConversationSharedContext implements SharedContext {
     const updated = await this.track(
       store.update(this.o.conversationId, name, json, this.o.toolName, undefined, await this.writer()),
     );
-    if (!updated) throw notFound(name);
+    if (!updated) throw resourceNotFound(name);
     return updated;
   }
 

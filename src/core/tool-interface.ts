@@ -233,6 +233,9 @@ export const sdk: ToolSdk = { z, defineTool, defineAction, BaseTool, ToolError }
 
 // ---- Helpers shared by resource tools --------------------------------------
 
+/** JSON text with object keys sorted, no whitespace: equal values give equal text (the service's own, canonical-json.ts). */
+export { canonicalJson } from './canonical-json';
+
 /** Resource names as the API defines them (resource-names.ts), for tools that check names themselves. */
 export { ID_PATTERN as RESOURCE_NAME_PATTERN, isValidId } from './resource-names';
 
@@ -241,10 +244,15 @@ export const ZResourceName = z
   .regex(ID_PATTERN, ID_RULE)
   .describe('Resource name in the conversation shared context');
 
-/** The resource, or the `resource_not_found` error every tool reports the same way. */
+/** The `resource_not_found` error every tool (and the shared context) reports the same way. */
+export function resourceNotFound(name: string): ToolError {
+  return new ToolError('resource_not_found', `Resource not found: ${name}`);
+}
+
+/** The resource, or resourceNotFound. */
 export async function requireResource(shared: SharedContext, name: string): Promise<Resource> {
   const resource = await shared.getResource(name);
-  if (!resource) throw new ToolError('resource_not_found', `Resource not found: ${name}`);
+  if (!resource) throw resourceNotFound(name);
   return resource;
 }
 

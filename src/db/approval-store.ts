@@ -6,16 +6,16 @@
  * FOR UPDATE SKIP LOCKED, so with several replicas each row is applied once.
  */
 import type { Pool } from 'pg';
-import {
-  type Approval,
-  type ApprovalRequest,
-  type ApprovalStatus,
-  type ApprovalStore,
-  type Decision,
-  type DecisionOutcome,
-  type SettledCall,
-  newApprovalId,
-} from '../core/approvals';
+import { newApprovalId } from '../core/approvals';
+import type {
+  Approval,
+  ApprovalRequest,
+  ApprovalStatus,
+  ApprovalStore,
+  Decision,
+  DecisionOutcome,
+  SettledCall,
+} from '../core/ports';
 import { effectiveLevel } from '../core/permissions';
 import type { LevelChange, Transaction } from '../core/ports';
 import type { Level } from '../core/tool-interface';

@@ -13,11 +13,11 @@
  *   is pending or sealed, never lost or doubled.
  */
 import { escapeLiteral, type Pool } from 'pg';
-import type { AuditEntry, AuditStore, PendingEntry } from '../core/audit';
-import type { CompanionRow, Transaction, UnitOfWork } from '../core/ports';
+import type { AuditEntry, AuditStore, PendingEntry } from '../core/ports';
+import type { Transaction, UnitOfWork } from '../core/ports';
 import type { Logger } from '../logger';
 import { prepared, translated } from './sql';
-import { sendWithCommit } from './unit-of-work';
+import { type CompanionRow, openWith, sendWithCommit } from './unit-of-work';
 
 /** One sealer at a time, across replicas (a transaction-scoped advisory lock). */
 const SEAL_LOCK = 0x61756474; // 'audt'
@@ -166,7 +166,7 @@ export class SqlAuditStore implements AuditStore {
   }
 
   ahead(unit: UnitOfWork, entry: PendingEntry): boolean {
-    if (!unit.openWith(insertSql([entry]), companionOf(entry))) return false;
+    if (!openWith(unit, insertSql([entry]), companionOf(entry))) return false;
     this.sealSoon();
     return true;
   }

@@ -156,19 +156,38 @@ const PRISMA_UNAVAILABLE = new Set(['P1001', 'P1002', 'P1008', 'P1017', 'P2024']
  * (shutdown), 53300 (too many connections), Prisma's connection codes, and
  * any error a pool client emitted when it lost its connection.
  */
-export function isDatabaseUnavailable(err: unknown, depth = 0): boolean {
-  if (!err || typeof err !== 'object' || depth > 6) return false;
+export function isDatabaseUnavailable(err: unknown): boolean {
+  return driverErrorChain(err).some(isUnavailableItself);
+}
+
+type DriverErrorFields = { code?: unknown; kind?: unknown; originalCode?: unknown };
+
+function isUnavailableItself(err: object): boolean {
   if (lostConnection.has(err) || unavailable.has(err)) return true;
-  const rec = err as { code?: unknown; kind?: unknown; cause?: unknown; originalCode?: unknown; meta?: unknown };
+  const rec = err as DriverErrorFields;
   for (const c of [rec.code, rec.originalCode]) {
     if (typeof c !== 'string') continue;
     if (NODE_UNAVAILABLE.has(c) || PRISMA_UNAVAILABLE.has(c)) return true;
     if (/^08...$/.test(c) || /^57P0[123]$/.test(c) || c === '53300') return true;
   }
-  if (rec.kind === 'DatabaseNotReachable' || rec.kind === 'ConnectionClosed' || rec.kind === 'SocketTimeout')
-    return true;
-  // Prisma reports a driver error it has no code for (P2039, e.g. 57P01) with
-  // the adapter's error, and its SQLSTATE, under meta.driverAdapterError.
-  const adapterError = (rec.meta as { driverAdapterError?: unknown } | undefined)?.driverAdapterError;
-  return isDatabaseUnavailable(rec.cause, depth + 1) || isDatabaseUnavailable(adapterError, depth + 1);
+  return rec.kind === 'DatabaseNotReachable' || rec.kind === 'ConnectionClosed' || rec.kind === 'SocketTimeout';
+}
+
+/**
+ * A driver error and what it wraps, outermost first, at most 8: its `cause`,
+ * and (Prisma reports a driver error it has no code for, P2039, e.g. 57P01,
+ * with the adapter's error and its SQLSTATE) `meta.driverAdapterError`. The
+ * one walk of a driver error's causes in src/db (src/db/sql.ts reads its codes).
+ */
+export function driverErrorChain(err: unknown): object[] {
+  const chain: object[] = [];
+  const queue: unknown[] = [err];
+  while (queue.length > 0 && chain.length < 8) {
+    const e = queue.shift();
+    if (!e || typeof e !== 'object' || chain.includes(e)) continue;
+    chain.push(e);
+    const rec = e as { cause?: unknown; meta?: { driverAdapterError?: unknown } };
+    queue.push(rec.cause, rec.meta?.driverAdapterError);
+  }
+  return chain;
 }

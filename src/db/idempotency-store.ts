@@ -3,18 +3,19 @@
  * outcomes of negotiate calls made with an Idempotency-Key.
  */
 import { createHash } from 'node:crypto';
-import type { ClaimResult, IdempotencyRef, IdempotencyStore, KeptOutcome } from '../core/idempotency';
+import { IDEMPOTENCY_TTL_SECONDS } from '../core/idempotency';
+import type { ClaimResult, IdempotencyRef, IdempotencyStore, KeptOutcome } from '../core/ports';
 import type { NegotiationResult } from '../core/negotiation';
 import type { Transaction } from '../core/ports';
 import { clientOf, prepared, type Queryable } from './sql';
 
-const TTL = `interval '24 hours'`;
+// The TTL is src/core's IDEMPOTENCY_TTL_SECONDS, bound as each statement's last parameter.
 
 /** A completed outcome within the TTL (a claim row is never committed without one). */
 const FIND = `
   SELECT request_digest, status, body FROM idempotency_keys
   WHERE conversation_id = $1 AND principal = $2 AND key = $3
-    AND status IS NOT NULL AND created_at > now() - ${TTL}`;
+    AND status IS NOT NULL AND created_at > now() - make_interval(secs => $4)`;
 
 /**
  * The claim, one statement: the key's advisory lock, taken without waiting
@@ -32,7 +33,7 @@ const CLAIM = `
     SELECT $1, $2, $3, $4 FROM l WHERE l.locked
     ON CONFLICT (conversation_id, principal, key) DO UPDATE
       SET request_digest = EXCLUDED.request_digest, status = NULL, body = NULL, created_at = now()
-      WHERE idempotency_keys.created_at <= now() - ${TTL}
+      WHERE idempotency_keys.created_at <= now() - make_interval(secs => $6)
     RETURNING 1
   )
   SELECT l.locked, EXISTS (SELECT 1 FROM claimed) AS claimed FROM l`;
@@ -41,7 +42,7 @@ const KEEP = `
   UPDATE idempotency_keys SET status = $4, body = $5::json
   WHERE conversation_id = $1 AND principal = $2 AND key = $3`;
 
-const PURGE = `DELETE FROM idempotency_keys WHERE created_at < now() - ${TTL}`;
+const PURGE = `DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(secs => $1)`;
 
 /** The advisory lock's key: 64 bits of a hash of the reference (a collision only makes a call 409). */
 export function lockKey(ref: IdempotencyRef): string {
@@ -59,7 +60,7 @@ export class SqlIdempotencyStore implements IdempotencyStore {
       this.pool,
       'idempotency_find',
       FIND,
-      [ref.conversationId, ref.principal, ref.key],
+      [ref.conversationId, ref.principal, ref.key, IDEMPOTENCY_TTL_SECONDS],
     );
     const row = rows[0];
     return row ? { requestDigest: row.request_digest, status: row.status, body: row.body } : undefined;
@@ -72,6 +73,7 @@ export class SqlIdempotencyStore implements IdempotencyStore {
       ref.key,
       requestDigest,
       lockKey(ref),
+      IDEMPOTENCY_TTL_SECONDS,
     ]);
     const row = rows[0]!;
     return !row.locked ? 'busy' : row.claimed ? 'claimed' : 'taken';
@@ -88,7 +90,7 @@ export class SqlIdempotencyStore implements IdempotencyStore {
   }
 
   async purge(): Promise<number> {
-    const { rowCount } = await prepared(this.pool, 'idempotency_purge', PURGE, []);
+    const { rowCount } = await prepared(this.pool, 'idempotency_purge', PURGE, [IDEMPOTENCY_TTL_SECONDS]);
     return rowCount ?? 0;
   }
 }

@@ -5,11 +5,12 @@
  * run elsewhere sees the same history. No native engine binary is involved.
  */
 import { readFileSync, readdirSync, existsSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { PrismaPg } from '@prisma/adapter-pg';
 import { Client, Pool, type ClientConfig } from 'pg';
 import { bindMigrationAwareSqlAdapterFactory, ColumnTypeEnum, type SqlQueryable } from '@prisma/driver-adapter-utils';
+import { PROJECT_ROOT } from '../project-root';
 import type * as EngineBg from '@prisma/schema-engine-wasm/schema_engine_bg' with { 'resolution-mode': 'import' };
 
 /** The slice of the WebAssembly API used here (Node has it; @types/node 20 does not declare it). */
@@ -23,15 +24,6 @@ declare const WebAssembly: {
 type SchemaEngine = EngineBg.SchemaEngine;
 type MigrationList = Parameters<SchemaEngine['applyMigrations']>[0]['migrationsList'];
 
-/** The directory of package.json: the same from src/db (tsx, jest) and from dist/src/db (node). */
-export const PROJECT_ROOT = findProjectRoot(__dirname);
-
-function findProjectRoot(from: string): string {
-  for (let dir = from; ; dir = dirname(dir)) {
-    if (existsSync(join(dir, 'package.json'))) return dir;
-    if (dirname(dir) === dir) throw new Error(`No package.json above ${from}`);
-  }
-}
 export const DEFAULT_MIGRATIONS_DIR = join(PROJECT_ROOT, 'prisma', 'migrations');
 export const DEFAULT_SCHEMA_PATH = join(PROJECT_ROOT, 'prisma', 'schema.prisma');
 

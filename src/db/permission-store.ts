@@ -9,7 +9,7 @@ import type { Level } from '../core/tool-interface';
 import type { PrismaClient } from '../generated/prisma/client';
 import { SETTLE_BY_LEVEL } from './approval-store';
 import { translated } from './sql';
-import { AppError, RESERVED_CONVERSATION_ID, reservedIdError } from '../core/errors';
+import { RESERVED_CONVERSATION_ID, conversationNotFound, reservedIdError } from '../core/errors';
 
 export class PrismaPermissionStore implements PermissionStore {
   constructor(private readonly prisma: PrismaClient) {}
@@ -37,7 +37,7 @@ export class PrismaPermissionStore implements PermissionStore {
         const [conv] = await tx.$queryRaw<Array<{ legacy_level: number | null; owner: string | null }>>`
         SELECT legacy_level, owner FROM conversations WHERE id = ${conversationId} FOR UPDATE`;
         if (as.requiredOwner !== undefined && conv?.owner !== as.requiredOwner) {
-          throw new AppError('not_found', `Conversation not found: ${conversationId}`);
+          throw conversationNotFound(conversationId);
         }
         const current = await tx.toolPermission.findUnique({
           where: { conversationId_tool: { conversationId, tool } },

@@ -7,7 +7,7 @@
 import { AppError, reservedIdError, TransactionAbortedError, UnavailableError } from '../core/errors';
 import type { Transaction } from '../core/ports';
 import { Pool, Query } from 'pg';
-import { isDatabaseUnavailable } from './database';
+import { driverErrorChain, isDatabaseUnavailable } from './database';
 
 /** A pool or a client inside a transaction. */
 export interface Queryable {
@@ -25,24 +25,12 @@ export function clientOf(tx: Transaction): Queryable {
 /** The codes along an error's cause chain: pg's `code`, the Prisma adapter's `originalCode`, Prisma's own `code`. */
 function codesOf(err: unknown): string[] {
   const codes: string[] = [];
-  const seen = new Set<unknown>();
-  const queue: unknown[] = [err];
-  while (queue.length > 0 && seen.size < 8) {
-    const e = queue.shift();
-    if (!e || typeof e !== 'object' || seen.has(e)) continue;
-    seen.add(e);
-    const rec = e as {
-      code?: unknown;
-      originalCode?: unknown;
-      constraint?: unknown;
-      cause?: unknown;
-      meta?: { driverAdapterError?: unknown };
-    };
+  for (const e of driverErrorChain(err)) {
+    const rec = e as { code?: unknown; originalCode?: unknown; constraint?: unknown };
     for (const c of [rec.code, rec.originalCode]) if (typeof c === 'string') codes.push(c);
     // A check violation is told apart by its constraint's name (pg's `constraint`; Prisma's adapter drops it,
     // so the Prisma path checks the id itself: src/core/conversations.ts).
     if (rec.constraint === RESERVED_ID_CONSTRAINT) codes.push(RESERVED_ID_CONSTRAINT);
-    queue.push(rec.cause, rec.meta?.driverAdapterError);
   }
   return codes;
 }

@@ -1,4 +1,4 @@
-/** The domain's ports (src/core/ports.ts) on one database. */
+/** The domain's ports (src/core/ports/) on one database. */
 import type { Stores } from '../core/ports';
 import { PrismaConversationStore } from './conversation-store';
 import type { Database } from './database';

@@ -4,7 +4,7 @@
  * BEGIN/COMMIT round trips.
  */
 import { Client, type ClientConfig, type Pool, type PoolClient } from 'pg';
-import type { CompanionRow, Transaction, UnitOfWork, UnitsOfWork } from '../core/ports';
+import type { Transaction, UnitOfWork, UnitsOfWork } from '../core/ports';
 import { type Queryable, translateError } from './sql';
 
 /**
@@ -20,6 +20,31 @@ export function sendWithCommit(tx: Transaction, sql: string): void {
   const list = withCommit.get(c);
   if (list) list.push(sql);
   else withCommit.set(c, [sql]);
+}
+
+/**
+ * A row (an audit entry) a single-statement unit inserts with its write:
+ * `values[i]` of Postgres type `types[i]` into `columns[i]` of `table`.
+ */
+export interface CompanionRow {
+  table: string;
+  columns: readonly string[];
+  types: readonly string[];
+  values: readonly unknown[];
+}
+
+/**
+ * Until `unit` begins: `statement` (parameterless) is sent with its BEGIN, in
+ * the same round trip, before any of its writes, and commits or rolls back
+ * with them; a single-statement unit inserts `row` with its one write
+ * instead. False once begun (nothing sent). The SQL stays in src/db: the
+ * domain's UnitOfWork port knows no statements, so this takes the units
+ * src/db made (any other is a wiring error).
+ */
+export function openWith(unit: UnitOfWork, statement: string, row: CompanionRow): boolean {
+  if (unit instanceof LazyTransaction) return unit.openWith(statement);
+  if (unit instanceof SingleStatement) return unit.openWith(row);
+  throw new Error('openWith takes a unit of work made by src/db (PoolUnitsOfWork)');
 }
 
 export class LazyTransaction implements UnitOfWork {
@@ -61,6 +86,7 @@ export class LazyTransaction implements UnitOfWork {
     return this.pending;
   }
 
+  /** See the function openWith. */
   openWith(statement: string): boolean {
     if (this.pending || this.finished) return false;
     this.opening.push(statement);
@@ -172,8 +198,9 @@ export class SingleStatement implements UnitOfWork, Queryable {
     return this.rowWritten ? Promise.resolve(this as unknown as Transaction) : undefined;
   }
 
-  openWith(_statement: string, row?: CompanionRow): boolean {
-    if (this.sent || this.finished || !row) return false;
+  /** See the function openWith. */
+  openWith(row: CompanionRow): boolean {
+    if (this.sent || this.finished) return false;
     this.row = row;
     return true;
   }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ValidateError } from '@tsoa/runtime';
 import type { ErrorRequestHandler, Express, Request, RequestHandler, Response } from 'express';
-import { UnavailableError, isUnavailable } from '../core/errors';
+import { unavailableCause } from '../core/errors';
 import type { NegotiationResult } from '../core/negotiation';
 import { actorOf } from '../core/principal';
 import type { Logger } from '../logger';
@@ -88,7 +88,7 @@ export function requestLogging(logger: Logger, metrics?: Metrics): RequestHandle
 }
 
 /** After every route: a known path with another method is a 405 with Allow, anything else a 404. */
-export function notFound(app: Express): RequestHandler {
+export function unmatchedRoute(app: Express): RequestHandler {
   return (req, res) => {
     const allow = allowedMethods(app, req.path);
     if (allow.length === 0) return sendProblem(res, 'not_found', `No route for ${req.method} ${req.path}`);
@@ -120,7 +120,7 @@ export function methodGuard(app: Express): RequestHandler {
       if (!tails.has(path.slice(path.lastIndexOf('/') + 1).toLowerCase())) return next();
     }
     const allow = allowedMethods(app, req.path);
-    // No route here: a mount (/docs) or notFound answers.
+    // No route here: a mount (/docs) or unmatchedRoute answers.
     if (allow.length === 0 || (!options && allow.includes(req.method))) return next();
     sendMethodNotAllowed(res, req.method, allow);
   };
@@ -201,15 +201,10 @@ export function errorHandler(logger: Logger, spec: OpenApiDocument = {}): ErrorR
       if (bodyParserProblem(res, type, bodyError.status, bodyError.body)) return;
     }
     // src/db translates every driver error it raises: unavailability is the domain's UnavailableError.
-    if (isUnavailable(err)) {
+    const unavailable = unavailableCause(err);
+    if (unavailable) {
       // The database's, or the identity provider's JWKS: the error's own message says which.
-      let what = 'The database is unavailable';
-      for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-        if (e instanceof UnavailableError) {
-          what = e.message;
-          break;
-        }
-      }
+      const what = unavailable.message;
       logger.warn({ err, reqId: req.id }, what);
       return sendProblem(res, 'unavailable', `${what}; retry later`);
     }

@@ -1,5 +1,5 @@
 /**
- * The NegotiationObserver the domain is given (src/core/ports.ts): each
+ * The NegotiationObserver the domain is given (src/core/ports/): each
  * negotiation counted and timed (metrics), inside its span (traces), either
  * or both, or none at all (no observer) when both are off.
  */

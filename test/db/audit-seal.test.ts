@@ -7,14 +7,9 @@
  * entry, computed here through canonicalJson, and the chain verifies.
  */
 import pino from 'pino';
-import {
-  type AuditEntry,
-  ChainVerifier,
-  GENESIS_HASH,
-  type PendingEntry,
-  canonicalJson,
-  sha256Hex,
-} from '../../src/core/audit';
+import { ChainVerifier, GENESIS_HASH } from '../../src/core/audit';
+import type { AuditEntry, PendingEntry } from '../../src/core/ports';
+import { canonicalJson, sha256Hex } from '../../src/core/canonical-json';
 import { SqlAuditStore } from '../../src/db/audit-store';
 import { type Database, openDatabase } from '../../src/db/database';
 import { type TestDatabase, createMigratedDatabase } from '../support/db-server';

@@ -24,7 +24,8 @@ import {
 import { SANDBOXED_TOOL, toolsDirWith } from '../support/isolation-tools';
 import { waitFor } from '../support/poll';
 import { type TestApp, createTestApp } from '../support/test-app';
-import { argsDigest, canonicalJson, entryHash, GENESIS_HASH } from '../../src/core/audit';
+import { entryHash, GENESIS_HASH } from '../../src/core/audit';
+import { argsDigest, canonicalJson } from '../../src/core/canonical-json';
 import { closeMcpSessions } from '../../src/mcp/conversation-mcp';
 
 type Entry = Record<string, unknown> & { seq: number; event: string; outcome: string; requestId: string };

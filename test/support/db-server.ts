@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ClientConfig } from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';
-import { withAdmin } from '../../bench/admin-client';
+import { withAdmin } from './admin-client';
 import { embeddedClientConfig } from '../../src/db/embedded';
 
 export const ROOT = join(__dirname, '..', '..');

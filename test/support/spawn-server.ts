@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { freePort } from '../../bench/free-port';
+import { freePort } from './free-port';
 import { TEST_AUTH_ENV } from './auth';
 import { ROOT } from './db-server';
 

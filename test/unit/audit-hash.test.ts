@@ -3,7 +3,9 @@
  * order: it must be exactly what the contract's rule (SHA-256 of prevHash +
  * canonical JSON of the entry without `hash`) gives through canonicalJson.
  */
-import { type AuditEntry, GENESIS_HASH, canonicalJson, entryHash, sha256Hex } from '../../src/core/audit';
+import { GENESIS_HASH, entryHash } from '../../src/core/audit';
+import type { AuditEntry } from '../../src/core/ports';
+import { canonicalJson, sha256Hex } from '../../src/core/canonical-json';
 
 const full: Omit<AuditEntry, 'hash'> = {
   seq: 42,

@@ -6,6 +6,7 @@
  * permission check; a handler that spins blocks only this thread.
  */
 import { parentPort, workerData } from 'node:worker_threads';
+import { findCause } from '../errors';
 import { SkipModule, errorMessage, loadToolModule, type LoadedTool } from '../tool-module';
 import { ToolError, type SharedContext, type ToolLogger } from '../tool-interface';
 import {
@@ -33,10 +34,7 @@ const contextFailures = new WeakSet<object>();
 
 /** Whether the tool passed on (or wrapped) a failure of the service's context. */
 function fromContext(err: unknown): boolean {
-  for (let e = err, depth = 0; e instanceof Error && depth < 8; e = e.cause, depth++) {
-    if (contextFailures.has(e)) return true;
-  }
-  return false;
+  return findCause(err, (e) => contextFailures.has(e)) !== undefined;
 }
 
 function toWire(err: unknown): WireError {

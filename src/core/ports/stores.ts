@@ -1,16 +1,7 @@
-/**
- * What the domain needs from storage, declared here and implemented in
- * src/db. The domain never sees a driver: a transaction is an opaque handle
- * that only the adapter that made it can use.
- */
-import type { IdempotencyStore } from './idempotency';
-import type { NegotiateRequest, NegotiationResult } from './negotiation';
-import type { TPolicy } from './policy';
-import type { Level, Resource } from './tool-interface';
-
-declare const transactionBrand: unique symbol;
-/** An open transaction of a unit of work; statements given it run inside it. */
-export type Transaction = { readonly [transactionBrand]: true };
+/** The stores of conversations, resources, decisions, permissions and keys (src/db implements them). */
+import type { TPolicy } from '../policy';
+import type { Level, Resource } from '../tool-interface';
+import type { Transaction } from './units';
 
 export interface ListResourcesOptions {
   prefix?: string;
@@ -214,79 +205,4 @@ export interface KeyStore {
    * decision across replicas; false when one existed.
    */
   insertFirstAdmin(key: NewKey): Promise<boolean>;
-}
-
-/**
- * One action's writes: a transaction begun on the first statement that
- * needs it (an action that writes nothing costs no BEGIN/COMMIT), then
- * committed, rolled back or abandoned. Once ended it begins no more.
- */
-export interface UnitOfWork {
-  transaction(): Promise<Transaction>;
-  /** The transaction when one was begun, without beginning one (undefined: nothing written yet). */
-  begun(): Promise<Transaction> | undefined;
-  /**
-   * Until the unit begins: `statement` (from src/db, parameterless) is sent
-   * with its BEGIN, in the same round trip, before any of its writes; it
-   * commits or rolls back with them. False once begun (nothing sent).
-   */
-  openWith(statement: string, row?: CompanionRow): boolean;
-  commit(): Promise<void>;
-  rollback(): Promise<void>;
-  /**
-   * After a timeout, when the handler may still use the transaction: its
-   * connection is destroyed, which also rolls it back.
-   */
-  abandon(): Promise<void>;
-}
-
-export interface UnitsOfWork {
-  /** A new unit of work; nothing happens until its first statement. */
-  start(): UnitOfWork;
-  /**
-   * A unit of one statement that commits on its own (an action's single
-   * write, ActionDefinition.singleWrite): no BEGIN/COMMIT. What openWith is
-   * given as `row` is inserted by that same statement, only if it changes a
-   * row; begun() is then its handle, else undefined. A second statement is
-   * refused. commit() and rollback() end it (the statement has committed or
-   * failed by then); abandon() cancels a statement still running and waits
-   * for it to end.
-   */
-  startSingle(): UnitOfWork;
-}
-
-/**
- * A row (an audit entry) a single-statement unit inserts with its write:
- * `values[i]` of Postgres type `types[i]` into `columns[i]` of `table`.
- */
-export interface CompanionRow {
-  table: string;
-  columns: readonly string[];
-  types: readonly string[];
-  values: readonly unknown[];
-}
-
-/** Every port, as src/db implements them for one database. */
-export interface Stores {
-  /** Kept outcomes of negotiate calls with an Idempotency-Key. */
-  idempotency: IdempotencyStore;
-  resources: ResourceStore;
-  decisions: DecisionStore;
-  permissions: PermissionStore;
-  conversations: ConversationStore;
-  keys: KeyStore;
-  units: UnitsOfWork;
-}
-
-/**
- * Watches each negotiation from outside the domain (src/observability:
- * metrics and traces). `observe` runs `call` once, returns or throws what it
- * does, and records how it ended; it must add no database work of its own.
- */
-export interface NegotiationObserver {
-  observe(
-    conversationId: string,
-    req: NegotiateRequest,
-    call: () => Promise<NegotiationResult>,
-  ): Promise<NegotiationResult>;
 }

@@ -1,7 +1,8 @@
 /**
  * One short-lived connection to a Postgres server for administration
- * (CREATE / DROP DATABASE), closed whatever happens. Shared by the
- * benchmarks and test/support, which set up their databases the same way.
+ * (CREATE / DROP DATABASE), closed whatever happens. The benchmarks
+ * (bench/) import it from here too: they set up their databases the same
+ * way, and test support never imports bench/.
  */
 import { Client } from 'pg';
 import { parseIntoClientConfig } from 'pg-connection-string';

@@ -1,7 +1,8 @@
 /**
  * A TCP port free on 127.0.0.1 right now, for a server a script or test
- * spawns (its port must be known before it starts). Shared by the benchmarks
- * and test/support, which spawn servers the same way.
+ * spawns (its port must be known before it starts). The benchmarks (bench/)
+ * import it from here too: they spawn servers the same way, and test support
+ * never imports bench/.
  */
 import { createServer } from 'node:net';
 

@@ -1,0 +1,130 @@
+// The response bodies that the controllers answer with and src/controllers/examples.ts
+// illustrates: declared here so the examples never import a controller (no import cycle).
+// (A line comment: tsoa reads only the first JSDoc block of a declaration.)
+import type { JsonObject, PermissionLevel, Resource } from './types';
+
+/**
+ * pending: waits on the owner; approved, rejected: decided; expired: lapsed before a decision (or an
+ * approved `once` before its retry); used: its `once` retry ran; satisfied: settled without a decision,
+ * because the tool's level was raised to the one it asks for, or the same principal's identical call ran.
+ */
+export type ApprovalStatusValue = 'pending' | 'approved' | 'rejected' | 'expired' | 'used' | 'satisfied';
+
+/** A request for the owner's approval of exactly one refused call. */
+export interface ApprovalView {
+  id: string;
+  conversationId: string;
+  /** call: a refused action; upgrade: an agent's `upgrade:TOOL:level-N`. */
+  kind: 'call' | 'upgrade';
+  tool: string;
+  /** The action's name, or the special action `upgrade:TOOL:level-N`. */
+  action: string;
+  /** The args as the refused call sent them. */
+  args: JsonObject;
+  /** SHA-256 (hex) of the args' canonical JSON (keys sorted recursively, no whitespace). */
+  argsDigest: string;
+  requiredLevel: PermissionLevel;
+  /** The tool's effective level when the call was refused. */
+  currentLevel: PermissionLevel;
+  /** The principal whose call was refused: `agent:KEY_ID`, `user:SUBJECT`, `admin:SUBJECT`. */
+  requestedBy: string;
+  /** A pending request past its expiresAt reads `expired`. */
+  status: ApprovalStatusValue;
+  /**
+   * Epoch milliseconds.
+   * @isLong
+   */
+  createdAt: number;
+  /**
+   * Epoch milliseconds. Pending: when the request lapses (APPROVAL_TTL_SECONDS);
+   * approved `once`: until when the retry may come; approved `conversation`: when the
+   * granted level ends (null: it does not).
+   * @isLong
+   */
+  expiresAt: number | null;
+  /** Who approved or rejected it; for `satisfied`, who set the level (null: the identical call ran at the tool's level). */
+  decidedBy: string | null;
+  /**
+   * Epoch milliseconds of the approval, rejection or settlement (`satisfied`), or null while pending.
+   * @isLong
+   */
+  decidedAt: number | null;
+  scope: 'once' | 'conversation' | null;
+  /** A rejection's reason; for `satisfied`, what made the request unnecessary. */
+  reason: string | null;
+}
+
+export interface ApprovalList {
+  /** Newest first (at most 500). */
+  approvals: ApprovalView[];
+}
+
+/** A key as listed: never its token. */
+export interface ApiKey {
+  id: string;
+  role: 'admin' | 'user' | 'agent';
+  subject: string;
+  /** An agent key's conversation; null for admin and user keys. */
+  conversationId: string | null;
+  maxLevel: number | null;
+  label: string | null;
+  /** Epoch milliseconds, or null. */
+  expiresAt: number | null;
+  createdAt: number;
+  /** The principal that minted it (`admin:SUBJECT`, `user:SUBJECT`). */
+  createdBy: string;
+  /** Epoch milliseconds, or null while it works. */
+  revokedAt: number | null;
+}
+
+/** A key just minted: the only time its token is shown. Store it now. */
+export interface CreatedApiKey extends ApiKey {
+  token: string;
+}
+
+export interface KeyList {
+  keys: ApiKey[];
+}
+
+export interface ToolPermission {
+  tool: string;
+  level: PermissionLevel;
+  /** explicit: set in this conversation; legacy: the M4 level; default: 1. */
+  source: 'explicit' | 'legacy' | 'default';
+  /** Epoch milliseconds of the explicit level, or null. */
+  upgradedAt: number | null;
+}
+
+export interface Permissions {
+  conversationId: string;
+  legacyLevel: number | null;
+  tools: ToolPermission[];
+}
+
+export interface LevelChange {
+  tool: string;
+  level: PermissionLevel;
+  /** The effective level before the change. */
+  previousLevel: PermissionLevel;
+}
+
+export interface PermissionEvent {
+  tool: string;
+  /** The effective level before (null for levels carried over from M4). */
+  fromLevel: number | null;
+  toLevel: number;
+  /** Epoch milliseconds. */
+  at: number;
+  /** Who changed it: `user:SUBJECT`, `admin:SUBJECT`, `agent:KEY_ID`, `m4-migration`, `expiry`; `client` and `negotiate` on rows from before identities. */
+  actor: string;
+}
+
+export interface PermissionHistory {
+  events: PermissionEvent[];
+}
+
+export interface ResourcePage {
+  resources: Resource[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
+}

@@ -1,0 +1,92 @@
+/** The approvals port and its records (src/core/approvals.ts uses it; src/db/approval-store.ts implements it). */
+import type { Level } from '../tool-interface';
+import type { LevelChange } from './stores';
+import type { Transaction } from './units';
+
+export type ApprovalKind = 'call' | 'upgrade';
+/**
+ * `satisfied`: a pending request that no longer needs a decision, because the
+ * tool's level was raised to the one it asks for (by hand, by an approval for
+ * the conversation, by an agent's approved upgrade), or because the same
+ * principal's identical call ran at the tool's level.
+ */
+export type ApprovalStatus = 'pending' | 'approved' | 'rejected' | 'expired' | 'used' | 'satisfied';
+export type ApprovalScope = 'once' | 'conversation';
+
+export interface Approval {
+  id: string;
+  conversationId: string;
+  kind: ApprovalKind;
+  tool: string;
+  /** The action's name (`create-resource`), or for kind `upgrade` the special action (`upgrade:TOOL:level-N`). */
+  action: string;
+  args: Record<string, unknown>;
+  argsDigest: string;
+  requiredLevel: Level;
+  currentLevel: Level;
+  requestedBy: string;
+  status: ApprovalStatus;
+  createdAt: number;
+  /** Pending: when the request lapses; approved `once`: until when the retry may come; approved `conversation`: when the grant ends (null: never). */
+  expiresAt: number | null;
+  /** Who approved or rejected it; for `satisfied`, who raised the level (null: the call ran at its level). */
+  decidedBy: string | null;
+  /** When it was approved, rejected or satisfied. */
+  decidedAt: number | null;
+  scope: ApprovalScope | null;
+  /** A rejection's reason; for `satisfied`, what made the request unnecessary. */
+  reason: string | null;
+}
+
+/** What a refusal records: the call, its levels and who asked. */
+export type ApprovalRequest = Pick<
+  Approval,
+  | 'conversationId'
+  | 'kind'
+  | 'tool'
+  | 'action'
+  | 'args'
+  | 'argsDigest'
+  | 'requiredLevel'
+  | 'currentLevel'
+  | 'requestedBy'
+>;
+
+export type Decision =
+  | { scope: 'once'; by: string; expiresInSeconds: number }
+  | { scope: 'conversation'; by: string; expiresInSeconds?: number };
+
+/** What the database decides about an approval it was asked to change. */
+export type DecisionOutcome = Approval | 'not_found' | 'not_pending';
+
+/** One principal's identical call, to settle the pending request it left once it ran. */
+export type SettledCall = Pick<ApprovalRequest, 'conversationId' | 'tool' | 'action' | 'argsDigest' | 'requestedBy'>;
+
+export interface ApprovalStore {
+  /**
+   * Records the pending request, or returns the same principal's identical
+   * pending one (one statement decides, across replicas).
+   */
+  request(r: ApprovalRequest, ttlSeconds: number): Promise<Approval>;
+  /** undefined when there is no such approval in that conversation. */
+  get(conversationId: string, id: string): Promise<Approval | undefined>;
+  /** Newest first; undefined when the conversation does not exist. */
+  list(conversationId: string, status: ApprovalStatus | undefined, limit: number): Promise<Approval[] | undefined>;
+  /** Approves a pending, unexpired request; `conversation` also sets the level (history row by `by`) in the same transaction. */
+  approve(conversationId: string, id: string, d: Decision): Promise<DecisionOutcome>;
+  reject(conversationId: string, id: string, by: string, reason: string | null): Promise<DecisionOutcome>;
+  /** Marks an approved `once` approval used inside `tx` (rolled back with it); false when another retry took it or it lapsed. */
+  claim(id: string, tx: Transaction): Promise<boolean>;
+  /** The same for an agent's `upgrade:`: the approval used and the level set (history row by `actor`) in one transaction. */
+  claimUpgrade(
+    id: string,
+    conversationId: string,
+    tool: string,
+    level: Level,
+    actor: string,
+  ): Promise<LevelChange | undefined>;
+  /** Marks that principal's pending request for that call `satisfied` (the call ran without it); how many. */
+  satisfy(call: SettledCall): Promise<number>;
+  /** Expires lapsed requests and ends due grants (history row by `expiry`); safe on every replica at once. */
+  sweep(): Promise<{ expired: number; reverted: number }>;
+}
