@@ -4,10 +4,14 @@
  * (`createMcpHandler` from @modelcontextprotocol/server, adapted to express
  * with `toNodeHandler` from @modelcontextprotocol/node).
  *
- * Stateless, for both protocol eras: every request gets a fresh server
- * (conversation-server.ts) for its conversation and caller, and nothing is
- * kept between requests, so any replica answers any request and no sticky
- * routing is needed.
+ * Stateless, for both protocol eras: nothing is kept between requests, so
+ * any replica answers any request and no sticky routing is needed. A
+ * 2026-07-28 `tools/call` of a listed tool, the endpoint's common request,
+ * takes the fast path (mcp-fast-path.ts): one long-lived server answers it
+ * with the caller passed in the request's authInfo, and negotiate makes the
+ * access decision with the call's own decision statement. Every other
+ * request gets a fresh server (conversation-server.ts) for its conversation
+ * and caller from the SDK's serving entry, after the access check here.
  * - 2026-07-28: each request carries its version and capabilities;
  *   `server/discover`, `subscriptions/listen` (a long-lived SSE response),
  *   the Mcp-Method/Mcp-Name header checks and the JSON-RPC errors of the
@@ -27,20 +31,31 @@
  * and Origin) and answers what the SDK does not (problem+json for the access
  * decision, JSON-RPC errors for bodies express could not parse).
  */
-import { createMcpHandler, type AuthInfo, type McpHttpHandler } from '@modelcontextprotocol/server';
+import {
+  createMcpHandler,
+  type AuthInfo,
+  type JSONRPCRequest,
+  type McpHttpHandler,
+} from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
 import { ID_RULE, isValidId } from '../core/resource-names';
-import { AppError, isUnavailable } from '../core/errors';
-import { type Principal, principalKey } from '../core/principal';
+import { AppError, isUnavailable, RESERVED_CONVERSATION_ID } from '../core/errors';
+import { forbidden, type Principal, principalKey } from '../core/principal';
 import type { NegotiationResult } from '../core/negotiation';
 import { bearerTokenOf, principalOf } from '../http/authenticate';
 import { errorHandler as httpErrorHandler, noteNegotiation, sendProblem } from '../http/middleware';
 import type { Services } from '../services';
-import { createConversationServer } from './conversation-server';
+import {
+  type ConversationCaller,
+  createConversationServer,
+  createSharedConversationServer,
+} from './conversation-server';
 import { createMcpEventBus, type McpEventBus } from './event-bus';
 import { serveLegacyStream } from './legacy-stream';
+import { connectShared, fastToolCall } from './mcp-fast-path';
 import { StreamLimits } from './stream-limits';
+import { mcpToolNames } from './tool-definitions';
 
 export const MCP_PATH = '/conversations/:conversationId/mcp';
 export const METADATA_PATH = '/.well-known/oauth-protected-resource/conversations/:conversationId/mcp';
@@ -64,12 +79,20 @@ export interface McpRouter extends Router {
 }
 
 /** What the factory needs of the HTTP request; travels as the SDK's pass-through authInfo. */
-interface McpCaller {
-  principal: Principal;
-  conversationId: string;
-  requestId: string;
+interface McpCaller extends ConversationCaller {
   /** A tools/call's outcome, for the request's log line (tool, action, outcome). */
   onNegotiated: (result: NegotiationResult) => void;
+}
+
+/** negotiate's answers that the endpoint gives as it gives its own access check's: problem+json. */
+function isAccessRefusal(err: unknown): boolean {
+  return (err instanceof AppError && (err.code === 'not_found' || err.code === 'forbidden')) || isUnavailable(err);
+}
+
+/** `_meta.approvalId` absent or an id: the tools/call handler then goes to negotiate, which decides access. */
+function reachesNegotiate(params: Record<string, unknown> | undefined): boolean {
+  const id = (params?._meta as Record<string, unknown> | undefined)?.approvalId;
+  return id === undefined || (typeof id === 'string' && isValidId(id));
 }
 
 // Routers by the Services they were built for, so the entry file can close them knowing only `services`.
@@ -126,6 +149,11 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
   const onToolsChanged = (): void => bus.publish({ kind: 'tools_list_changed' });
   registry.on('change', onToolsChanged);
 
+  // The fast path's one server for every conversation and caller (mcp-fast-path.ts), connected at the first call.
+  const sharedServer = createSharedConversationServer(services);
+  const shared = connectShared(sharedServer);
+  shared.catch((err: unknown) => log.error({ err }, 'MCP shared server failed to start'));
+
   const handler: McpHttpHandler = createMcpHandler(
     (ctx) => {
       const { principal, conversationId, requestId, onNegotiated } = ctx.authInfo?.extra as unknown as McpCaller;
@@ -144,6 +172,54 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     onerror: (err) => log.error({ err }, 'MCP handler failed'),
   });
   let closed = false;
+
+  /** Auth info as the SDK passes it through to handlers (the caller in `extra`). */
+  function authInfoOf(caller: McpCaller): AuthInfo {
+    return {
+      token: '',
+      clientId: principalKey(caller.principal),
+      scopes: [],
+      extra: caller as unknown as Record<string, unknown>,
+    };
+  }
+
+  /**
+   * A tools/call on the fast path (mcp-fast-path.ts); false when it must go
+   * the SDK's way after all (the protocol layer refused it before its
+   * handler ran: the SDK's entry answers that with its own HTTP status).
+   */
+  async function serveFast(
+    req: Request,
+    res: Response,
+    principal: Principal,
+    conversationId: string,
+    call: JSONRPCRequest,
+  ): Promise<boolean> {
+    let refusal: unknown;
+    const caller: McpCaller = {
+      principal,
+      conversationId,
+      requestId: req.id ?? '-',
+      onNegotiated: (result) => noteNegotiation(req, result),
+      refuse: (err) => {
+        if (!isAccessRefusal(err)) return false;
+        refusal = err;
+        return true;
+      },
+    };
+    const answer = await (await shared).exchange(call, authInfoOf(caller));
+    if (refusal !== undefined) {
+      // As the endpoint's own check words it (negotiate's says "may not negotiate").
+      throw refusal instanceof AppError && refusal.code === 'forbidden'
+        ? forbidden(principal, 'use the MCP endpoint')
+        : refusal;
+    }
+    if (answer.early) return false;
+    const body = JSON.stringify(answer.message);
+    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+    return true;
+  }
 
   async function handle(req: Request, res: Response): Promise<void> {
     const conversationId = req.params.conversationId;
@@ -164,7 +240,12 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     }
     // The conversation's agent keys, its owner and admins; anyone else learns nothing of it.
     const principal = principalOf(req);
-    const message = req.body as { jsonrpc?: unknown; method?: unknown } | undefined;
+    const message = req.body as { jsonrpc?: unknown; method?: unknown; params?: Record<string, unknown> } | undefined;
+    // A 2026-07-28 tools/call of a listed tool: the fast path, where negotiate decides access too.
+    if (!closed && conversationId !== RESERVED_CONVERSATION_ID && reachesNegotiate(message?.params)) {
+      const call = fastToolCall(req, mcpToolNames(services.catalog.snapshot().set));
+      if (call && (await serveFast(req, res, principal, conversationId, call))) return;
+    }
     // Only a JSON-RPC request creates the conversation on first use (as negotiate does); a stream, a
     // DELETE or a body the SDK will refuse only checks access.
     const creates = req.method === 'POST' && message?.jsonrpc === '2.0' && typeof message.method === 'string';
@@ -180,12 +261,7 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
       requestId: req.id ?? '-',
       onNegotiated: (result) => noteNegotiation(req, result),
     };
-    (req as { auth?: AuthInfo }).auth = {
-      token: '',
-      clientId: principalKey(principal),
-      scopes: [],
-      extra: caller as unknown as Record<string, unknown>,
-    };
+    (req as { auth?: AuthInfo }).auth = authInfoOf(caller);
 
     // The SDK answers a spec method whose params fail its schema with -32603 (an internal error):
     // the params this endpoint reads are checked here first, answered -32602 as the spec has it.
@@ -281,6 +357,7 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     closed = true;
     registry.off('change', onToolsChanged);
     await handler.close();
+    await sharedServer.close();
     limits.closeAll();
     await bus.close();
     routers.get(services)?.delete(router);
