@@ -67,10 +67,13 @@ export function buildApp(services: Services): Express {
   app.use(requireJsonBody);
   app.use(checkJsonBody);
 
-  // The API's routes first, negotiate the first of them (tsoa.json lists its controller first):
+  // The MCP endpoint on its own path, before the API's routes: its calls skip matching the 30 routes, and the
+  // API's requests skip it after one string test.
+  const mcp = mcpRouter(services);
+  app.use((req, res, next) => (req.path.endsWith('/mcp') ? mcp(req, res, next) : next()));
+  // The API's routes, negotiate the first of them (tsoa.json lists its controller first):
   // express tries the routes in order, so the hot path matches at once.
   RegisterRoutes(app);
-  app.use(mcpRouter(services));
   // Bodies express.json refused, answered as JSON-RPC errors on the MCP endpoint.
   app.use(MCP_PATH, mcpBodyErrors);
   const metrics = services.metrics;

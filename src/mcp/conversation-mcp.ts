@@ -7,9 +7,9 @@
  * Stateless, for both protocol eras: nothing is kept between requests, so
  * any replica answers any request and no sticky routing is needed. A
  * 2026-07-28 `tools/call` of a listed tool, the endpoint's common request,
- * takes the fast path (mcp-fast-path.ts): one long-lived server answers it
- * with the caller passed in the request's authInfo, and negotiate makes the
- * access decision with the call's own decision statement. Every other
+ * takes the fast path (mcp-fast-path.ts): the same handler answers it
+ * without the SDK's per-request server, and negotiate makes the access
+ * decision with the call's own decision statement. Every other
  * request gets a fresh server (conversation-server.ts) for its conversation
  * and caller from the SDK's serving entry, after the access check here.
  * - 2026-07-28: each request carries its version and capabilities;
@@ -31,12 +31,7 @@
  * and Origin) and answers what the SDK does not (problem+json for the access
  * decision, JSON-RPC errors for bodies express could not parse).
  */
-import {
-  createMcpHandler,
-  type AuthInfo,
-  type JSONRPCRequest,
-  type McpHttpHandler,
-} from '@modelcontextprotocol/server';
+import { createMcpHandler, type AuthInfo, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
 import { ID_RULE, isValidId } from '../core/resource-names';
@@ -47,13 +42,15 @@ import { bearerTokenOf, principalOf } from '../http/authenticate';
 import { errorHandler as httpErrorHandler, noteNegotiation, sendProblem } from '../http/middleware';
 import type { Services } from '../services';
 import {
+  callTool,
   type ConversationCaller,
   createConversationServer,
-  createSharedConversationServer,
+  SERVER_NAME,
+  SERVER_VERSION,
 } from './conversation-server';
 import { createMcpEventBus, type McpEventBus } from './event-bus';
 import { serveLegacyStream } from './legacy-stream';
-import { connectShared, fastToolCall } from './mcp-fast-path';
+import { type FastToolCall, fastToolCall, toolCallResponse } from './mcp-fast-path';
 import { StreamLimits } from './stream-limits';
 import { mcpToolNames } from './tool-definitions';
 
@@ -99,6 +96,7 @@ function reachesNegotiate(params: Record<string, unknown> | undefined): boolean 
 const routers = new WeakMap<Services, Set<McpRouter>>();
 
 const DEFAULT_MAX_STREAMS = 1000;
+const SERVER_INFO = { name: SERVER_NAME, version: SERVER_VERSION };
 /** How often an open stream's credentials are checked again (revocation is refused within 5 s). */
 const STREAM_RECHECK_MS = 2000;
 // Proxies commonly drop a connection idle for 30 to 60 s; a comment every 15 s keeps listen streams open.
@@ -149,11 +147,6 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
   const onToolsChanged = (): void => bus.publish({ kind: 'tools_list_changed' });
   registry.on('change', onToolsChanged);
 
-  // The fast path's one server for every conversation and caller (mcp-fast-path.ts), connected at the first call.
-  const sharedServer = createSharedConversationServer(services);
-  const shared = connectShared(sharedServer);
-  shared.catch((err: unknown) => log.error({ err }, 'MCP shared server failed to start'));
-
   const handler: McpHttpHandler = createMcpHandler(
     (ctx) => {
       const { principal, conversationId, requestId, onNegotiated } = ctx.authInfo?.extra as unknown as McpCaller;
@@ -183,18 +176,14 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     };
   }
 
-  /**
-   * A tools/call on the fast path (mcp-fast-path.ts); false when it must go
-   * the SDK's way after all (the protocol layer refused it before its
-   * handler ran: the SDK's entry answers that with its own HTTP status).
-   */
+  /** A tools/call on the fast path (mcp-fast-path.ts): negotiate decides access, its refusal is answered here. */
   async function serveFast(
     req: Request,
     res: Response,
     principal: Principal,
     conversationId: string,
-    call: JSONRPCRequest,
-  ): Promise<boolean> {
+    call: FastToolCall,
+  ): Promise<void> {
     let refusal: unknown;
     const caller: McpCaller = {
       principal,
@@ -207,18 +196,21 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
         return true;
       },
     };
-    const answer = await (await shared).exchange(call, authInfoOf(caller));
+    let outcome: Parameters<typeof toolCallResponse>[1];
+    try {
+      outcome = { result: await callTool(services, caller, call.params) };
+    } catch (error) {
+      outcome = { error };
+    }
     if (refusal !== undefined) {
       // As the endpoint's own check words it (negotiate's says "may not negotiate").
       throw refusal instanceof AppError && refusal.code === 'forbidden'
         ? forbidden(principal, 'use the MCP endpoint')
         : refusal;
     }
-    if (answer.early) return false;
-    const body = JSON.stringify(answer.message);
+    const body = JSON.stringify(toolCallResponse(call.id, outcome, SERVER_INFO));
     res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
     res.end(body);
-    return true;
   }
 
   async function handle(req: Request, res: Response): Promise<void> {
@@ -244,7 +236,7 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     // A 2026-07-28 tools/call of a listed tool: the fast path, where negotiate decides access too.
     if (!closed && conversationId !== RESERVED_CONVERSATION_ID && reachesNegotiate(message?.params)) {
       const call = fastToolCall(req, mcpToolNames(services.catalog.snapshot().set));
-      if (call && (await serveFast(req, res, principal, conversationId, call))) return;
+      if (call) return serveFast(req, res, principal, conversationId, call);
     }
     // Only a JSON-RPC request creates the conversation on first use (as negotiate does); a stream, a
     // DELETE or a body the SDK will refuse only checks access.
@@ -357,7 +349,6 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     closed = true;
     registry.off('change', onToolsChanged);
     await handler.close();
-    await sharedServer.close();
     limits.closeAll();
     await bus.close();
     routers.get(services)?.delete(router);

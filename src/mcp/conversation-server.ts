@@ -1,17 +1,16 @@
 /**
- * The MCP server (the SDK v2's low-level Server) of the conversations: its
- * request handlers take the conversation and the caller from each request,
- * so they hold nothing between requests and any replica answers any
- * request. Two kinds are built (conversation-mcp.ts): one per HTTP request
- * for the SDK's serving entry (bound to that request's caller), and one
- * long-lived server the endpoint's fast path hands each `tools/call` to with
- * its caller in the request's authInfo (mcp-fast-path.ts).
+ * One MCP server (the SDK v2's low-level Server) bound to one conversation
+ * and one caller, built afresh for every HTTP request the SDK's serving
+ * entry answers (conversation-mcp.ts): it holds nothing between requests, so
+ * any replica answers any request. Its tools/call handler, `callTool`, is
+ * also what the endpoint's fast path runs (mcp-fast-path.ts).
  * Tools are the conversation's actions; every tools/call goes through
  * `manager.negotiate`, the one path for routing, permissions, policy,
  * approvals, audit and transactions. Resources are the conversation's shared
  * context, read-only.
  */
 import {
+  type CallToolRequestParams,
   type CallToolResult,
   fromJsonSchema,
   type JsonSchemaType,
@@ -19,8 +18,6 @@ import {
   ProtocolErrorCode,
   ResourceNotFoundError,
   Server,
-  type ServerContext,
-  SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/server';
 import type { NegotiationResult } from '../core/negotiation';
 import type { Principal } from '../core/principal';
@@ -30,8 +27,8 @@ import type { Resource } from '../core/tool-interface';
 import type { LoadedAction } from '../core/tool-module';
 import type { ToolSet } from '../core/tool-registry';
 import { isDatabaseUnavailable } from '../db/database';
+import type { Logger } from '../logger';
 import type { Services } from '../services';
-import { MODERN_REVISION } from './mcp-fast-path';
 import { mcpToolDefinitions } from './tool-definitions';
 
 export const SERVER_NAME = 'tool-orchestrator';
@@ -145,21 +142,67 @@ export interface ConversationCaller {
   onNegotiated?: (result: NegotiationResult) => void;
   /**
    * Present when the endpoint left the access decision to negotiate (its fast
-   * path): offered every error a handler meets, it takes the ones the
+   * path): offered each error a handler meets, it takes the ones the
    * endpoint answers itself, as it answers its own access check (negotiate's
    * not_found or forbidden, the database unavailable), and says so.
    */
   refuse?: (err: unknown) => boolean;
 }
 
-const SERVER_CAPABILITIES = { tools: { listChanged: true }, resources: {} };
+/** Database trouble becomes a JSON-RPC error with a safe message; nothing else leaks either. */
+function internalError(log: Logger, err: unknown, what: string, caller: ConversationCaller): ProtocolError {
+  if (err instanceof ProtocolError) return err;
+  // Not sent: the endpoint answers this one itself.
+  if (caller.refuse?.(err)) return new ProtocolError(ProtocolErrorCode.InternalError, 'Refused');
+  if (isDatabaseUnavailable(err)) {
+    log.warn({ err }, `database unavailable during ${what}`);
+    return new ProtocolError(ProtocolErrorCode.InternalError, 'The database is unavailable; retry later');
+  }
+  log.error({ err }, `${what} failed`);
+  return new ProtocolError(ProtocolErrorCode.InternalError, 'Internal server error');
+}
 
-function instructions(conversationId?: string): string {
-  return (
-    `Tools of the conversation ${conversationId ?? 'named in the endpoint URL'}, named tool_action. A call needing a higher permission ` +
-    'level fails with the approval reason and an approval id; once the conversation owner approves it (REST), ' +
-    'call again with the same arguments and _meta.approvalId.'
-  );
+/**
+ * One tools/call of `caller`: negotiate's outcome as a tool result, or a
+ * ProtocolError. The tools/call handler of the per-request server, and what
+ * the endpoint's fast path runs for the calls it takes.
+ */
+export async function callTool(
+  services: Services,
+  caller: ConversationCaller,
+  params: CallToolRequestParams,
+): Promise<CallToolResult> {
+  const { manager, catalog } = services;
+  const { conversationId, principal, requestId, onNegotiated } = caller;
+  const log = (): Logger => services.logger.child({ component: 'mcp', conversationId });
+  const internal = (err: unknown, what: string): ProtocolError => internalError(log(), err, what, caller);
+  const request = { params };
+  const { name, arguments: args } = request.params;
+  // A retry under an approval names it in the request's _meta (the args stay the action's own).
+  const approvalId = approvalIdOf(request.params._meta);
+  if (approvalId === null) return refused('_meta.approvalId must be an approval id (1 to 128 of A-Z a-z 0-9 : _ -)');
+  if (isSpecialAction(name)) {
+    return refused(
+      `${name.slice(0, 64)} is not available over MCP: only the conversation owner upgrades or lists tools (REST or negotiate)`,
+    );
+  }
+  try {
+    const result = await manager.negotiate(
+      principal,
+      conversationId,
+      { action: name, args: args ?? {}, ...(approvalId !== undefined ? { approvalId } : {}) },
+      { meta: { requestId } },
+    );
+    onNegotiated?.(result);
+    const issue = await outputIssue(catalog.snapshot().set, result);
+    if (issue) {
+      log().error({ tool: result.routing?.tool, action: result.routing?.action }, issue);
+      return { isError: true, content: [{ type: 'text', text: issue }], structuredContent: { code: 'tool_error' } };
+    }
+    return toolResult(result);
+  } catch (err) {
+    throw internal(err, 'tools/call');
+  }
 }
 
 /**
@@ -174,108 +217,35 @@ export function createConversationServer(
   /** Told each tools/call's outcome (the request's log line). */
   onNegotiated?: (result: NegotiationResult) => void,
 ): Server {
-  const server = new Server(
-    { name: SERVER_NAME, version: SERVER_VERSION },
-    { capabilities: SERVER_CAPABILITIES, instructions: instructions(conversationId) },
-  );
+  const { catalog, stores, resources, logger } = services;
+  const log = logger.child({ component: 'mcp', conversationId });
   const caller: ConversationCaller = { conversationId, principal, requestId, onNegotiated };
-  installHandlers(server, services, () => caller);
-  return server;
-}
+  const internal = (err: unknown, what: string): ProtocolError => internalError(log, err, what, caller);
 
-/**
- * One server for every conversation and caller: each request's caller comes
- * in its authInfo's `extra` (a ConversationCaller). Built once per endpoint;
- * the handlers read the tool set and the policy at each request, so a
- * reload needs no new server.
- */
-export function createSharedConversationServer(services: Services): Server {
   const server = new Server(
     { name: SERVER_NAME, version: SERVER_VERSION },
     {
-      capabilities: SERVER_CAPABILITIES,
-      instructions: instructions(),
-      // As the SDK's entry extends a per-request instance's list: connecting binds it to the modern revision.
-      supportedProtocolVersions: [...SUPPORTED_PROTOCOL_VERSIONS, MODERN_REVISION],
+      capabilities: { tools: { listChanged: true }, resources: {} },
+      instructions:
+        `Tools of the conversation ${conversationId}, named tool_action. A call needing a higher permission ` +
+        'level fails with the approval reason and an approval id; once the conversation owner approves it (REST), ' +
+        'call again with the same arguments and _meta.approvalId.',
     },
   );
-  installHandlers(server, services, (ctx) => {
-    const caller = ctx.http?.authInfo?.extra as unknown as ConversationCaller | undefined;
-    if (!caller) throw new ProtocolError(ProtocolErrorCode.InternalError, 'Internal server error');
-    return caller;
-  });
-  return server;
-}
 
-function installHandlers(
-  server: Server,
-  services: Services,
-  callerOf: (ctx: ServerContext) => ConversationCaller,
-): void {
-  const { manager, catalog, stores, resources, logger } = services;
-
-  /** Database trouble becomes a JSON-RPC error with a safe message; nothing else leaks either. */
-  function internal(err: unknown, what: string, caller: ConversationCaller): ProtocolError {
-    if (err instanceof ProtocolError) return err;
-    // Not sent: the endpoint answers this one itself.
-    if (caller.refuse?.(err)) return new ProtocolError(ProtocolErrorCode.InternalError, 'Refused');
-    const log = logger.child({ component: 'mcp', conversationId: caller.conversationId });
-    if (isDatabaseUnavailable(err)) {
-      log.warn({ err }, `database unavailable during ${what}`);
-      return new ProtocolError(ProtocolErrorCode.InternalError, 'The database is unavailable; retry later');
-    }
-    log.error({ err }, `${what} failed`);
-    return new ProtocolError(ProtocolErrorCode.InternalError, 'Internal server error');
-  }
-
-  server.setRequestHandler('tools/list', async (_request, ctx) => {
-    const caller = callerOf(ctx);
-    const { conversationId, principal } = caller;
+  server.setRequestHandler('tools/list', async () => {
     try {
       const set = catalog.snapshot().set;
       const { policy } = await stores.decisions.load(conversationId, '', undefined);
       return { tools: mcpToolDefinitions(set, policy, principal.maxLevel), ...CACHE };
     } catch (err) {
-      throw internal(err, 'tools/list', caller);
+      throw internal(err, 'tools/list');
     }
   });
 
-  server.setRequestHandler('tools/call', async (request, ctx) => {
-    const caller = callerOf(ctx);
-    const { conversationId, principal, requestId, onNegotiated } = caller;
-    const { name, arguments: args } = request.params;
-    // A retry under an approval names it in the request's _meta (the args stay the action's own).
-    const approvalId = approvalIdOf(request.params._meta);
-    if (approvalId === null) return refused('_meta.approvalId must be an approval id (1 to 128 of A-Z a-z 0-9 : _ -)');
-    if (isSpecialAction(name)) {
-      return refused(
-        `${name.slice(0, 64)} is not available over MCP: only the conversation owner upgrades or lists tools (REST or negotiate)`,
-      );
-    }
-    try {
-      const result = await manager.negotiate(
-        principal,
-        conversationId,
-        { action: name, args: args ?? {}, ...(approvalId !== undefined ? { approvalId } : {}) },
-        { meta: { requestId } },
-      );
-      onNegotiated?.(result);
-      const issue = await outputIssue(catalog.snapshot().set, result);
-      if (issue) {
-        logger
-          .child({ component: 'mcp', conversationId })
-          .error({ tool: result.routing?.tool, action: result.routing?.action }, issue);
-        return { isError: true, content: [{ type: 'text', text: issue }], structuredContent: { code: 'tool_error' } };
-      }
-      return toolResult(result);
-    } catch (err) {
-      throw internal(err, 'tools/call', caller);
-    }
-  });
+  server.setRequestHandler('tools/call', (request) => callTool(services, caller, request.params));
 
-  server.setRequestHandler('resources/list', async (request, ctx) => {
-    const caller = callerOf(ctx);
-    const { conversationId } = caller;
+  server.setRequestHandler('resources/list', async (request) => {
     const cursor = request.params?.cursor;
     if (cursor !== undefined && !isValidId(cursor))
       throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
@@ -283,7 +253,7 @@ function installHandlers(
     try {
       page = await resources.list(conversationId, { after: cursor, limit: RESOURCES_PAGE + 1 });
     } catch (err) {
-      throw internal(err, 'resources/list', caller);
+      throw internal(err, 'resources/list');
     }
     const more = page.length > RESOURCES_PAGE;
     const shown = more ? page.slice(0, RESOURCES_PAGE) : page;
@@ -300,24 +270,19 @@ function installHandlers(
     };
   });
 
-  server.setRequestHandler('resources/templates/list', (_request, ctx) => {
-    const { conversationId } = callerOf(ctx);
-    return {
-      resourceTemplates: [
-        {
-          uriTemplate: `context://${conversationId}/{name}`,
-          name: 'shared-context',
-          description: `A resource of the shared context of conversation ${conversationId}`,
-          mimeType: MIME,
-        },
-      ],
-      ...CACHE,
-    };
-  });
+  server.setRequestHandler('resources/templates/list', () => ({
+    resourceTemplates: [
+      {
+        uriTemplate: `context://${conversationId}/{name}`,
+        name: 'shared-context',
+        description: `A resource of the shared context of conversation ${conversationId}`,
+        mimeType: MIME,
+      },
+    ],
+    ...CACHE,
+  }));
 
-  server.setRequestHandler('resources/read', async (request, ctx) => {
-    const caller = callerOf(ctx);
-    const { conversationId } = caller;
+  server.setRequestHandler('resources/read', async (request) => {
     const { uri } = request.params;
     const parsed = parseResourceUri(uri);
     if (!parsed) {
@@ -340,11 +305,13 @@ function installHandlers(
     try {
       resource = await resources.find(conversationId, parsed.name);
     } catch (err) {
-      throw internal(err, 'resources/read', caller);
+      throw internal(err, 'resources/read');
     }
     // -32602 with the URI in data, as the 2026-07-28 revision has it (2025's -32002 is gone).
     if (!resource) throw new ResourceNotFoundError(uri);
     // Fresh for a short while only: the resource may be written over REST at any time.
     return { contents: [{ uri, mimeType: MIME, text: JSON.stringify(resource) }], ttlMs: 0, cacheScope: 'private' };
   });
+
+  return server;
 }

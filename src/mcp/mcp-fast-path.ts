@@ -1,166 +1,182 @@
 /**
  * The MCP endpoint's fast path: a 2026-07-28 `tools/call` of a listed tool,
- * served by one long-lived server instead of the SDK's per-request serving.
+ * answered without the SDK's per-request serving.
  *
  * `createMcpHandler` serves each HTTP request with a fresh server instance:
- * the Node request is converted to a web `Request`, the server is built,
- * connected to a single-use transport and closed again, and the web
- * `Response` is streamed back into Node's. A profile of the endpoint under
- * load (docs/BENCHMARKS.md §9) put that machinery, not the handlers, at most
- * of the cost of a call. The fast path keeps what decides the answer, the
- * SDK's own code, and drops the rest:
- * - the request is classified by the SDK's `classifyInboundRequest` (the
- *   entry's own era decision and envelope validation), and taken only when
- *   the standard headers repeat the body exactly (`MCP-Protocol-Version`,
- *   `Mcp-Method`, `Mcp-Name`), so the SDK's header checks would pass it too;
- * - the message goes to one server built once per endpoint
- *   (conversation-server.ts), through a transport that carries many
- *   exchanges at once, each with its caller in its authInfo: the server's
- *   protocol layer validates the request, runs the handler, validates and
- *   encodes the result as it does on a per-request instance;
- * - the JSON-RPC response is written with one `res.end`.
- * Anything else (other methods, the 2025 era, a header that does not repeat
- * the body, an error the protocol layer answers before the handler runs)
- * goes the SDK's way, where it is answered as before.
+ * the Node request becomes a web `Request`, a server is built, connected to
+ * a single-use transport, validates the message with zod schemas, runs the
+ * handler, validates and encodes the result, is closed again, and the web
+ * `Response` is streamed back into Node's. Profiled under load
+ * (docs/BENCHMARKS.md §9), that machinery, not the call, was most of the
+ * cost of a call: a tools/call ran at a third of REST negotiate's throughput.
+ * Serving the same call through one long-lived server (the caller passed in
+ * authInfo) still left the protocol layer's per-message zod checks and
+ * allocations at ~0.65 of REST; hence this path.
  *
- * The access decision is negotiate's (the decision statement reads the
- * owner, as REST negotiate does): no round trip of its own. Its refusal is
- * answered as the endpoint answers its own access check (problem+json).
+ * It takes a request only when the SDK would serve it exactly so:
+ * - it is a JSON-RPC request as the SDK's strict schema has it, and the
+ *   SDK's own `classifyInboundRequest` (its HTTP entry's era decision and
+ *   `_meta` envelope validation) classifies it as a modern request of
+ *   2026-07-28 (run once per distinct envelope: see modernEnvelope);
+ * - the standard headers repeat the body exactly (`MCP-Protocol-Version`,
+ *   `Mcp-Method`, `Mcp-Name`), so the SDK's header checks pass it;
+ * - its params hold only `name` (a listed tool), `arguments` (an object) and
+ *   `_meta` with only the envelope's keys and `approvalId`: what the SDK's
+ *   tools/call schema accepts as it stands, with no task, input responses,
+ *   request state or progress token that the SDK would act on.
+ * Then the handler the SDK would run, `callTool` (conversation-server.ts),
+ * runs, and its result is encoded as the SDK's 2026-07-28 codec encodes a
+ * tools/call result (`resultType`, the server's identity in `_meta`).
+ * Every other request goes the SDK's way, unchanged. A test sends the same
+ * calls both ways and compares the answers (test/http/mcp-fast-path.test.ts).
  */
 import {
-  type AuthInfo,
+  CLIENT_CAPABILITIES_META_KEY,
+  CLIENT_INFO_META_KEY,
+  type CallToolRequestParams,
+  type CallToolResult,
   classifyInboundRequest,
+  type InboundHttpRequest,
   isJsonContentType,
-  type JSONRPCMessage,
   type JSONRPCRequest,
-  PerRequestHTTPServerTransport,
-  type Server,
+  LOG_LEVEL_META_KEY,
+  PROTOCOL_VERSION_META_KEY,
+  ProtocolError,
+  ProtocolErrorCode,
+  SERVER_INFO_META_KEY,
 } from '@modelcontextprotocol/server';
 import type { Request } from 'express';
 
 /** The revision the fast path serves (the SDK's only modern one). */
 export const MODERN_REVISION = '2026-07-28';
-const CLASSIFICATION = { era: 'modern' as const, revision: MODERN_REVISION };
 
-/** A response of the shared server, its JSON-RPC id the client's again. */
-export interface SharedAnswer {
-  message: JSONRPCMessage;
-  /**
-   * Sent while the message was being delivered, before any handler ran: a
-   * rejection of the protocol layer's own (the SDK's HTTP entry gives those
-   * their own HTTP status). The fast path hands such a request to the SDK.
-   */
-  early: boolean;
-}
+const REQUEST_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
+const PARAM_KEYS = new Set(['name', 'arguments', '_meta']);
+const META_KEYS = new Set([
+  PROTOCOL_VERSION_META_KEY,
+  CLIENT_INFO_META_KEY,
+  CLIENT_CAPABILITIES_META_KEY,
+  LOG_LEVEL_META_KEY,
+  'approvalId',
+]);
 
-interface Pending {
-  clientId: string | number;
-  resolve: (answer: SharedAnswer) => void;
-  reject: (err: Error) => void;
-}
-
-/**
- * A transport for one long-lived server that carries many exchanges at
- * once: each message gets an id of its own on the way in (clients' ids
- * repeat across requests), and its response is matched back by it.
- *
- * It extends the SDK's per-request transport for one reason: a `Server`
- * connected to one is bound to that transport's classified revision (the
- * 2026-07-28 era: its wire codec, result stamping and envelope checks).
- * None of the per-request transport's own serving runs: `start`, `send` and
- * `close` are this class's.
- */
-export class SharedServerTransport extends PerRequestHTTPServerTransport {
-  private nextId = 0;
-  private readonly pending = new Map<number, Pending>();
-  private delivering = false;
-  private shut = false;
-
-  constructor() {
-    super({ classification: CLASSIFICATION, responseMode: 'json' });
-  }
-
-  override start(): Promise<void> {
-    return Promise.resolve();
-  }
-
-  /** Serves one request: resolves with its response, rejects when the transport closes first. */
-  exchange(request: JSONRPCRequest, authInfo: AuthInfo): Promise<SharedAnswer> {
-    if (this.shut || !this.onmessage) return Promise.reject(new Error('The shared MCP server is closed'));
-    const id = (this.nextId = this.nextId >= Number.MAX_SAFE_INTEGER ? 1 : this.nextId + 1);
-    return new Promise<SharedAnswer>((resolve, reject) => {
-      this.pending.set(id, { clientId: request.id, resolve, reject });
-      this.delivering = true;
-      try {
-        this.onmessage!({ ...request, id }, { authInfo, classification: CLASSIFICATION });
-      } finally {
-        this.delivering = false;
-      }
-    });
-  }
-
-  override send(message: JSONRPCMessage): Promise<void> {
-    // Only responses are expected: the handlers send no notifications or requests of their own.
-    if (!('id' in message) || 'method' in message || typeof message.id !== 'number') return Promise.resolve();
-    const pending = this.pending.get(message.id);
-    if (pending) {
-      this.pending.delete(message.id);
-      pending.resolve({ message: { ...message, id: pending.clientId }, early: this.delivering });
-    }
-    return Promise.resolve();
-  }
-
-  override close(): Promise<void> {
-    if (this.shut) return Promise.resolve();
-    this.shut = true;
-    const error = new Error('The shared MCP server closed');
-    for (const p of this.pending.values()) p.reject(error);
-    this.pending.clear();
-    this.onclose?.();
-    return Promise.resolve();
-  }
-}
-
-/** The shared server on its transport, ready for exchanges. */
-export async function connectShared(server: Server): Promise<SharedServerTransport> {
-  const transport = new SharedServerTransport();
-  await server.connect(transport);
-  return transport;
-}
+/** Envelopes seen, by their JSON: whether the SDK classifies them modern (bounded: cleared when full). */
+const verdicts = new Map<string, boolean>();
+const MAX_VERDICTS = 1024;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
+function onlyKeys(value: Record<string, unknown>, allowed: ReadonlySet<string>): boolean {
+  for (const key in value) if (!allowed.has(key)) return false;
+  return true;
+}
+
+/** A tools/call the fast path takes: its JSON-RPC id and params. */
+export interface FastToolCall {
+  id: JSONRPCRequest['id'];
+  params: CallToolRequestParams;
+}
+
 /**
- * The request as the fast path takes it, or undefined for the SDK's way:
- * a POST of one JSON-RPC `tools/call` request, 2026-07-28, of a tool named
- * in `toolNames`, whose headers repeat the body exactly and which the SDK
- * classifies as a modern request of that revision.
+ * The request as the fast path takes it, or undefined for the SDK's way (see
+ * the file's comment): `toolNames` are the names tools/call takes exactly.
  */
-export function fastToolCall(req: Request, toolNames: ReadonlySet<string>): JSONRPCRequest | undefined {
+export function fastToolCall(req: Request, toolNames: ReadonlySet<string>): FastToolCall | undefined {
   if (req.method !== 'POST' || !isJsonContentType(req.headers['content-type'])) return undefined;
   const body = req.body as unknown;
-  if (!isPlainObject(body) || body.method !== 'tools/call' || body.jsonrpc !== '2.0') return undefined;
+  // A JSON-RPC request as the SDK's (strict) schema has it: these keys only, an id that is a string or an integer.
+  if (!isPlainObject(body) || !onlyKeys(body, REQUEST_KEYS) || body.method !== 'tools/call' || body.jsonrpc !== '2.0') {
+    return undefined;
+  }
+  const id = body.id;
+  if (typeof id !== 'string' && !Number.isSafeInteger(id)) return undefined;
   const params = body.params;
-  if (!isPlainObject(params) || typeof params.name !== 'string' || !toolNames.has(params.name)) return undefined;
+  if (!isPlainObject(params) || !onlyKeys(params, PARAM_KEYS)) return undefined;
+  const { name, arguments: args, _meta: meta } = params;
+  if (typeof name !== 'string' || !toolNames.has(name)) return undefined;
+  if (args !== undefined && !isPlainObject(args)) return undefined;
+  if (!isPlainObject(meta) || !onlyKeys(meta, META_KEYS) || meta[PROTOCOL_VERSION_META_KEY] !== MODERN_REVISION) {
+    return undefined;
+  }
   const { headers } = req;
   if (
     headers['mcp-protocol-version'] !== MODERN_REVISION ||
     headers['mcp-method'] !== 'tools/call' ||
-    headers['mcp-name'] !== params.name
+    headers['mcp-name'] !== name
   ) {
     return undefined;
   }
-  const route = classifyInboundRequest({
+  return modernEnvelope(meta, () => ({
     httpMethod: 'POST',
     protocolVersionHeader: MODERN_REVISION,
     mcpMethodHeader: 'tools/call',
-    mcpNameHeader: params.name,
+    mcpNameHeader: name,
     body,
-  });
-  if (route.kind !== 'modern' || route.messageKind !== 'request' || route.classification.revision !== MODERN_REVISION) {
-    return undefined;
+  }))
+    ? { id: id as string | number, params: params as CallToolRequestParams }
+    : undefined;
+}
+
+/**
+ * Whether the SDK classifies a request with this `_meta` as a modern one of
+ * 2026-07-28, its envelope valid. With the checks above (the JSON-RPC shape,
+ * the method, the headers equal to the body), that verdict depends on `_meta`
+ * alone, and a client sends the same envelope with every call: the verdict
+ * is kept by the envelope's JSON, and the SDK's classification (zod
+ * schemas) runs once per envelope, not per call.
+ */
+function modernEnvelope(meta: Record<string, unknown>, request: () => InboundHttpRequest): boolean {
+  const key = JSON.stringify(meta);
+  let verdict = verdicts.get(key);
+  if (verdict === undefined) {
+    const route = classifyInboundRequest(request());
+    verdict =
+      route.kind === 'modern' && route.messageKind === 'request' && route.classification.revision === MODERN_REVISION;
+    if (verdicts.size >= MAX_VERDICTS) verdicts.clear();
+    verdicts.set(key, verdict);
   }
-  return route.message;
+  return verdict;
+}
+
+/**
+ * The JSON-RPC response to a tools/call, as the SDK's 2026-07-28 serving
+ * writes it: a result stamped with `resultType` and the server's identity
+ * (no cache fields: tools/call results are not cacheable), or the error a
+ * handler threw (its code as the codec maps it: -32002 became -32602).
+ */
+export function toolCallResponse(
+  id: JSONRPCRequest['id'],
+  outcome: { result: CallToolResult } | { error: unknown },
+  serverInfo: { name: string; version: string },
+): Record<string, unknown> {
+  if ('result' in outcome) {
+    let result: Record<string, unknown> = outcome.result;
+    if (result.resultType === undefined) result = { ...result, resultType: 'complete' };
+    else if (result.resultType !== 'complete') {
+      const err = new ProtocolError(
+        ProtocolErrorCode.InternalError,
+        `Handler for tools/call returned resultType '${String(result.resultType)}', but results of tools/call only support 'complete' on protocol revision 2026-07-28`,
+      );
+      return toolCallResponse(id, { error: err }, serverInfo);
+    }
+    const meta = result._meta;
+    if (meta === undefined) result = { ...result, _meta: { [SERVER_INFO_META_KEY]: serverInfo } };
+    else if (isPlainObject(meta) && meta[SERVER_INFO_META_KEY] === undefined) {
+      result = { ...result, _meta: { ...meta, [SERVER_INFO_META_KEY]: serverInfo } };
+    }
+    return { result, jsonrpc: '2.0', id };
+  }
+  const error = outcome.error as { code?: unknown; message?: unknown; data?: unknown };
+  const thrown = typeof error.code === 'number' && Number.isSafeInteger(error.code) ? error.code : -32603;
+  return {
+    jsonrpc: '2.0',
+    id,
+    error: {
+      code: thrown === -32002 ? -32602 : thrown,
+      message: typeof error.message === 'string' ? error.message : 'Internal error',
+      ...(error.data !== undefined ? { data: error.data } : {}),
+    },
+  };
 }
