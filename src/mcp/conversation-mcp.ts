@@ -82,7 +82,7 @@ interface McpCaller extends ConversationCaller {
 }
 
 /** negotiate's answers that the endpoint gives as it gives its own access check's: problem+json. */
-function isAccessRefusal(err: unknown): boolean {
+function isAccessRefusal(err: unknown): err is Error {
   return (err instanceof AppError && (err.code === 'not_found' || err.code === 'forbidden')) || isUnavailable(err);
 }
 
@@ -184,7 +184,7 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     conversationId: string,
     call: FastToolCall,
   ): Promise<void> {
-    let refusal: unknown;
+    let refusal: Error | undefined;
     const caller: McpCaller = {
       principal,
       conversationId,

@@ -157,7 +157,7 @@ export function toolCallResponse(
     else if (result.resultType !== 'complete') {
       const err = new ProtocolError(
         ProtocolErrorCode.InternalError,
-        `Handler for tools/call returned resultType '${String(result.resultType)}', but results of tools/call only support 'complete' on protocol revision 2026-07-28`,
+        `Handler for tools/call returned resultType '${JSON.stringify(result.resultType)}', but results of tools/call only support 'complete' on protocol revision 2026-07-28`,
       );
       return toolCallResponse(id, { error: err }, serverInfo);
     }

@@ -23,7 +23,7 @@ const names = new WeakMap<ToolSet, ReadonlySet<string>>();
 /** The set's tools in the mcp format, without what the policy denies or what is above `maxLevel`. */
 export function mcpToolDefinitions(set: ToolSet, policy: TPolicy, maxLevel?: number): Tool[] {
   let views = lists.get(set);
-  if (!views) lists.set(set, (views = new Map()));
+  if (!views) lists.set(set, (views = new Map<string, readonly Tool[]>()));
   const key = JSON.stringify([policy, maxLevel ?? null]);
   let tools = views.get(key);
   if (!tools) {
