@@ -63,6 +63,8 @@ const META_KEYS = new Set([
 /** Envelopes seen, by their JSON: whether the SDK classifies them modern (bounded: cleared when full). */
 const verdicts = new Map<string, boolean>();
 const MAX_VERDICTS = 1024;
+/** Longer envelopes are classified every time, not kept (what a client sends is ~150 characters). */
+const MAX_KEPT_ENVELOPE = 2048;
 
 function isPlainObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -134,8 +136,10 @@ function modernEnvelope(meta: Record<string, unknown>, request: () => InboundHtt
     const route = classifyInboundRequest(request());
     verdict =
       route.kind === 'modern' && route.messageKind === 'request' && route.classification.revision === MODERN_REVISION;
-    if (verdicts.size >= MAX_VERDICTS) verdicts.clear();
-    verdicts.set(key, verdict);
+    if (key.length <= MAX_KEPT_ENVELOPE) {
+      if (verdicts.size >= MAX_VERDICTS) verdicts.clear();
+      verdicts.set(key, verdict);
+    }
   }
   return verdict;
 }

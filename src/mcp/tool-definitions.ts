@@ -17,6 +17,8 @@ import type { ToolSet } from '../core/tool-registry';
 
 /** Lists built per set, by view; a set with more views than this starts its cache over (policies are few). */
 const MAX_VIEWS_PER_SET = 256;
+/** A view whose policy is longer than this is built each time, not kept (the cache holds no outsized keys). */
+const MAX_KEPT_VIEW = 4096;
 const lists = new WeakMap<ToolSet, Map<string, readonly Tool[]>>();
 const names = new WeakMap<ToolSet, ReadonlySet<string>>();
 
@@ -27,12 +29,14 @@ export function mcpToolDefinitions(set: ToolSet, policy: TPolicy, maxLevel?: num
   const key = JSON.stringify([policy, maxLevel ?? null]);
   let tools = views.get(key);
   if (!tools) {
-    if (views.size >= MAX_VIEWS_PER_SET) views.clear();
     // The schemas are JSON Schema made by zod's toJSONSchema: plain JSON, which is what Tool's index types describe.
     tools = Object.freeze(
       buildDefinitions(set, 'mcp', { policy, maxLevel }).tools.map((tool) => ({ ...tool }) as Tool),
     );
-    views.set(key, tools);
+    if (key.length <= MAX_KEPT_VIEW) {
+      if (views.size >= MAX_VIEWS_PER_SET) views.clear();
+      views.set(key, tools);
+    }
   }
   // A new array each time (the SDK's encoding copies what it changes; the entries are shared, not written to).
   return [...tools];
