@@ -97,6 +97,13 @@ const routers = new WeakMap<Services, Set<McpRouter>>();
 
 const DEFAULT_MAX_STREAMS = 1000;
 const SERVER_INFO = { name: SERVER_NAME, version: SERVER_VERSION };
+/** The SDK's legacy transport's SSE response headers. */
+const LEGACY_SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
 /** How often an open stream's credentials are checked again (revocation is refused within 5 s). */
 const STREAM_RECHECK_MS = 2000;
 // Proxies commonly drop a connection idle for 30 to 60 s; a comment every 15 s keeps listen streams open.
@@ -208,8 +215,14 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
         ? forbidden(principal, 'use the MCP endpoint')
         : refusal;
     }
-    const body = JSON.stringify(toolCallResponse(call.id, outcome, SERVER_INFO));
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    const message = JSON.stringify(toolCallResponse(call, outcome, SERVER_INFO));
+    if (call.era === 'modern') {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(message) });
+      return void res.end(message);
+    }
+    // As the SDK's legacy transport answers a request: one message event on an SSE stream, then its end.
+    const body = `event: message\ndata: ${message}\n\n`;
+    res.writeHead(200, { ...LEGACY_SSE_HEADERS, 'content-length': Buffer.byteLength(body) });
     res.end(body);
   }
 
@@ -233,7 +246,8 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     // The conversation's agent keys, its owner and admins; anyone else learns nothing of it.
     const principal = principalOf(req);
     const message = req.body as { jsonrpc?: unknown; method?: unknown; params?: Record<string, unknown> } | undefined;
-    // A 2026-07-28 tools/call of a listed tool: the fast path, where negotiate decides access too.
+    // A tools/call of a listed tool (2026-07-28, or 2025 without an envelope): the fast path, where negotiate
+    // decides access too.
     if (!closed && conversationId !== RESERVED_CONVERSATION_ID && reachesNegotiate(message?.params)) {
       const call = fastToolCall(req, mcpToolNames(services.catalog.snapshot().set));
       if (call) return serveFast(req, res, principal, conversationId, call);

@@ -44,6 +44,7 @@ import {
   ProtocolError,
   ProtocolErrorCode,
   SERVER_INFO_META_KEY,
+  SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/server';
 import type { Request } from 'express';
 
@@ -52,6 +53,8 @@ export const MODERN_REVISION = '2026-07-28';
 
 const REQUEST_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
 const PARAM_KEYS = new Set(['name', 'arguments', '_meta']);
+const LEGACY_META_KEYS = new Set(['approvalId']);
+const LEGACY_REVISIONS: ReadonlySet<string> = new Set(SUPPORTED_PROTOCOL_VERSIONS);
 const META_KEYS = new Set([
   PROTOCOL_VERSION_META_KEY,
   CLIENT_INFO_META_KEY,
@@ -77,6 +80,8 @@ function onlyKeys(value: Record<string, unknown>, allowed: ReadonlySet<string>):
 
 /** A tools/call the fast path takes: its JSON-RPC id and params. */
 export interface FastToolCall {
+  /** 2026-07-28, or a 2025 revision (the SDK's stateless legacy serving, which answers with an SSE stream). */
+  era: 'modern' | 'legacy';
   id: JSONRPCRequest['id'];
   params: CallToolRequestParams;
 }
@@ -99,6 +104,12 @@ export function fastToolCall(req: Request, toolNames: ReadonlySet<string>): Fast
   const { name, arguments: args, _meta: meta } = params;
   if (typeof name !== 'string' || !toolNames.has(name)) return undefined;
   if (args !== undefined && !isPlainObject(args)) return undefined;
+  if (meta === undefined || (isPlainObject(meta) && onlyKeys(meta, LEGACY_META_KEYS))) {
+    // No envelope: the SDK serves it as a 2025 request.
+    return servedLegacy(req)
+      ? { era: 'legacy', id: id as string | number, params: params as CallToolRequestParams }
+      : undefined;
+  }
   if (!isPlainObject(meta) || !onlyKeys(meta, META_KEYS) || meta[PROTOCOL_VERSION_META_KEY] !== MODERN_REVISION) {
     return undefined;
   }
@@ -117,8 +128,22 @@ export function fastToolCall(req: Request, toolNames: ReadonlySet<string>): Fast
     mcpNameHeader: name,
     body,
   }))
-    ? { id: id as string | number, params: params as CallToolRequestParams }
+    ? { era: 'modern', id: id as string | number, params: params as CallToolRequestParams }
     : undefined;
+}
+
+/**
+ * Whether the SDK's stateless legacy serving takes a 2025 request with
+ * these headers as it is: it must accept both JSON and SSE (the transport's
+ * own substring test), and name a 2025 revision it serves, or none.
+ */
+function servedLegacy(req: Request): boolean {
+  const accept = req.headers.accept;
+  if (typeof accept !== 'string' || !accept.includes('application/json') || !accept.includes('text/event-stream')) {
+    return false;
+  }
+  const version = req.headers['mcp-protocol-version'];
+  return version === undefined || LEGACY_REVISIONS.has(version as string);
 }
 
 /**
@@ -151,10 +176,13 @@ function modernEnvelope(meta: Record<string, unknown>, request: () => InboundHtt
  * handler threw (its code as the codec maps it: -32002 became -32602).
  */
 export function toolCallResponse(
-  id: JSONRPCRequest['id'],
+  call: Pick<FastToolCall, 'era' | 'id'>,
   outcome: { result: CallToolResult } | { error: unknown },
   serverInfo: { name: string; version: string },
 ): Record<string, unknown> {
+  const { id } = call;
+  // The 2025 codec writes a tools/call result as the handler gave it.
+  if ('result' in outcome && call.era === 'legacy') return { result: outcome.result, jsonrpc: '2.0', id };
   if ('result' in outcome) {
     let result: Record<string, unknown> = outcome.result;
     if (result.resultType === undefined) result = { ...result, resultType: 'complete' };
@@ -163,7 +191,7 @@ export function toolCallResponse(
         ProtocolErrorCode.InternalError,
         `Handler for tools/call returned resultType '${JSON.stringify(result.resultType)}', but results of tools/call only support 'complete' on protocol revision 2026-07-28`,
       );
-      return toolCallResponse(id, { error: err }, serverInfo);
+      return toolCallResponse(call, { error: err }, serverInfo);
     }
     const meta = result._meta;
     if (meta === undefined) result = { ...result, _meta: { [SERVER_INFO_META_KEY]: serverInfo } };

@@ -1,7 +1,8 @@
 /**
- * The MCP endpoint's fast path (src/mcp/mcp-fast-path.ts): a 2026-07-28
- * tools/call of a listed tool is answered without the SDK's per-request
- * server, and must be answered exactly as the SDK's serving answers it.
+ * The MCP endpoint's fast path (src/mcp/mcp-fast-path.ts): a tools/call of a
+ * listed tool (2026-07-28, or 2025-11-25 without an envelope) is answered
+ * without the SDK's per-request server, and must be answered exactly as the
+ * SDK's serving answers it.
  * Each call is sent twice over a real port: as a client sends it (the fast
  * path takes it) and with one more `_meta` key, which the SDK ignores and the
  * fast path does not take (the SDK's way); the two answers must agree. The
@@ -17,6 +18,7 @@ import { type TestApp, createTestApp } from '../support/test-app';
 import { closeMcpSessions } from '../../src/mcp/conversation-mcp';
 
 const MODERN = '2026-07-28';
+const LEGACY = '2025-11-25';
 const META = {
   'io.modelcontextprotocol/protocolVersion': MODERN,
   'io.modelcontextprotocol/clientInfo': { name: 'fast-path-test', version: '1' },
@@ -59,18 +61,22 @@ interface Answer {
   body: unknown;
 }
 
+type Era = 'modern' | 'legacy';
+
 async function call(
   conversationId: string,
   token: string,
   params: { name: string; arguments?: unknown; _meta?: Record<string, unknown> },
   rpcId: string | number = 7,
   sdkWay = false,
+  era: Era = 'modern',
 ): Promise<Answer> {
+  const meta = { ...(era === 'modern' ? META : {}), ...params._meta, ...(sdkWay ? SDK_WAY : {}) };
   const body = {
     jsonrpc: '2.0',
     id: rpcId,
     method: 'tools/call',
-    params: { ...params, _meta: { ...META, ...params._meta, ...(sdkWay ? SDK_WAY : {}) } },
+    params: { ...params, ...(Object.keys(meta).length > 0 ? { _meta: meta } : {}) },
   };
   const res = await fetch(`${base}/conversations/${conversationId}/mcp`, {
     method: 'POST',
@@ -78,18 +84,22 @@ async function call(
       authorization: `Bearer ${token}`,
       'content-type': 'application/json',
       accept: 'application/json, text/event-stream',
-      'mcp-protocol-version': MODERN,
-      'mcp-method': 'tools/call',
-      'mcp-name': params.name,
+      // As each era's clients send them: a 2025 client names its revision only.
+      ...(era === 'modern'
+        ? { 'mcp-protocol-version': MODERN, 'mcp-method': 'tools/call', 'mcp-name': params.name }
+        : { 'mcp-protocol-version': LEGACY }),
     },
     body: JSON.stringify(body),
   });
   const text = await res.text();
+  // A JSON body, or (2025) an SSE stream of one message event.
+  const sse = (res.headers.get('content-type') ?? '').startsWith('text/event-stream');
+  if (sse) expect(text).toMatch(/^event: message\ndata: .*\n\n$/);
   return {
     status: res.status,
     contentType: res.headers.get('content-type'),
     contentLength: res.headers.get('content-length'),
-    body: JSON.parse(text) as unknown,
+    body: JSON.parse(sse ? text.slice(text.indexOf('data: ') + 6) : text) as unknown,
   };
 }
 
@@ -99,9 +109,10 @@ async function bothWays(
   token: string,
   params: { name: string; arguments?: unknown; _meta?: Record<string, unknown> },
   rpcId?: string | number,
+  era: Era = 'modern',
 ): Promise<Answer> {
-  const fast = await call(conversationId, token, params, rpcId);
-  const sdk = await call(conversationId, token, params, rpcId, true);
+  const fast = await call(conversationId, token, params, rpcId, false, era);
+  const sdk = await call(conversationId, token, params, rpcId, true, era);
   expect(fast.contentLength).not.toBeNull();
   expect(sdk.contentLength).toBeNull();
   expect({ ...fast, contentLength: undefined }).toEqual({ ...sdk, contentLength: undefined });
@@ -144,6 +155,41 @@ describe('the fast path answers as the SDK does', () => {
   it('a call without arguments', async () => {
     const answer = await bothWays(id, alice.token, { name: 'data-tool_list-resources' });
     expect((answer.body as { result: { isError?: boolean } }).result.isError).toBeUndefined();
+  });
+});
+
+describe('2025-11-25 (the stateless legacy serving): the fast path answers as the SDK does', () => {
+  it('results and tool errors, as one message event on an SSE stream, without the 2026 stamps', async () => {
+    for (const params of [
+      { name: 'data-tool_read-resource', arguments: { name: 'doc' } },
+      { name: 'data-tool_read-resource', arguments: { name: 'nothing-here' } },
+      { name: 'data-tool_read-resource', arguments: { name: 5 } },
+      { name: 'data-tool_read-resource', arguments: { name: 'doc' }, _meta: { approvalId: 'apr_unknown' } },
+      { name: 'data-tool_list-resources' },
+    ]) {
+      const answer = await bothWays(id, alice.token, params, 'legacy-1', 'legacy');
+      expect(answer.status).toBe(200);
+      expect(answer.contentType).toBe('text/event-stream');
+      const { result } = answer.body as { result: Record<string, unknown> };
+      expect(result.content).toEqual(expect.any(Array));
+      expect(result.resultType).toBeUndefined();
+      expect(result._meta).toBeUndefined();
+    }
+  });
+
+  it('another user finds nothing (404 problem+json both ways)', async () => {
+    for (const sdkWay of [false, true]) {
+      const answer = await call(
+        id,
+        bob.token,
+        { name: 'calculator_add', arguments: { a: 1, b: 2 } },
+        1,
+        sdkWay,
+        'legacy',
+      );
+      expect(answer.status).toBe(404);
+      expect(answer.body).toEqual(expect.objectContaining({ code: 'not_found' }));
+    }
   });
 });
 
