@@ -1,6 +1,7 @@
 /**
- * The MCP endpoint's fast path: a 2026-07-28 `tools/call` of a listed tool,
- * answered without the SDK's per-request serving.
+ * The MCP endpoint's fast path: a `tools/call` of a listed tool, from a
+ * 2026-07-28 client or a 2025 one, answered without the SDK's per-request
+ * serving.
  *
  * `createMcpHandler` serves each HTTP request with a fresh server instance:
  * the Node request becomes a web `Request`, a server is built, connected to
@@ -24,9 +25,13 @@
  *   `_meta` with only the envelope's keys and `approvalId`: what the SDK's
  *   tools/call schema accepts as it stands, with no task, input responses,
  *   request state or progress token that the SDK would act on.
+ * A 2025 request (no envelope: only `approvalId` in `_meta`) is taken when
+ * the SDK's stateless legacy transport would take it as it is (servedLegacy).
  * Then the handler the SDK would run, `callTool` (conversation-server.ts),
- * runs, and its result is encoded as the SDK's 2026-07-28 codec encodes a
- * tools/call result (`resultType`, the server's identity in `_meta`).
+ * runs, and its result is encoded as the SDK's codec of the era encodes a
+ * tools/call result (2026-07-28: `resultType`, the server's identity in
+ * `_meta`; 2025: as it is), and written as its transport writes it (a JSON
+ * body; a 2025 answer as one message event on an SSE stream).
  * Every other request goes the SDK's way, unchanged. A test sends the same
  * calls both ways and compares the answers (test/http/mcp-fast-path.test.ts).
  */
