@@ -45,7 +45,7 @@ export interface HttpBenchRow {
 }
 
 /** Starts a server process; resolves when it prints a line matching readyLine (or at once without one). */
-function start(script: string, env: Record<string, string>, readyLine?: RegExp): Promise<ChildProcess> {
+export function start(script: string, env: Record<string, string>, readyLine?: RegExp): Promise<ChildProcess> {
   // TypeScript through tsx; JavaScript (scripts/start.mjs, what `npm start` runs) as it is.
   const path = resolve(ROOT, script);
   const args = script.endsWith('.ts') ? [require.resolve('tsx/cli'), path] : [path];
@@ -67,7 +67,7 @@ function start(script: string, env: Record<string, string>, readyLine?: RegExp):
 }
 
 /** Polls readiness (the process builds when stale, migrates and loads tools first), for at most 3 min. */
-async function waitReady(url: string): Promise<void> {
+export async function waitReady(url: string): Promise<void> {
   const deadline = Date.now() + 180_000; // a stale build is rebuilt first
   while (Date.now() < deadline) {
     if ((await fetch(url).catch(() => undefined))?.ok) return;
@@ -77,9 +77,9 @@ async function waitReady(url: string): Promise<void> {
 }
 
 /** The service's admin token in the bench (ADMIN_API_KEY); the load itself runs as a user with a minted key. */
-const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
+export const BENCH_ADMIN_TOKEN = 'bench-admin-token-0123456789abcdef';
 
-async function post(url: string, body: unknown, token: string): Promise<unknown> {
+export async function post(url: string, body: unknown, token: string): Promise<unknown> {
   const res = await fetch(url, {
     method: 'POST',
     headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
@@ -89,11 +89,22 @@ async function post(url: string, body: unknown, token: string): Promise<unknown>
   return res.json();
 }
 
-async function load(name: string, url: string, body: unknown, token?: string): Promise<HttpBenchRow> {
+/** One round of load: POST `body` to `url` (`headers` added to the JSON content type and the bearer token). */
+export async function load(
+  name: string,
+  url: string,
+  body: unknown,
+  token?: string,
+  headers: Record<string, string> = {},
+): Promise<HttpBenchRow> {
   const result = await autocannon({
     url,
     method: 'POST',
-    headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+    headers: {
+      'content-type': 'application/json',
+      ...(token ? { authorization: `Bearer ${token}` } : {}),
+      ...headers,
+    },
     body: JSON.stringify(body),
     connections: CONNECTIONS,
     duration: DURATION_S,
@@ -110,7 +121,7 @@ async function load(name: string, url: string, body: unknown, token?: string): P
   };
 }
 
-function median(values: number[]): number {
+export function median(values: number[]): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)]!;
 }
@@ -131,7 +142,7 @@ function combine(rows: HttpBenchRow[]): HttpBenchRow {
 }
 
 /** The loads in turns, ROUNDS rounds: one row each, in the order given. */
-async function inTurns(...loads: Array<() => Promise<HttpBenchRow>>): Promise<HttpBenchRow[]> {
+export async function inTurns(...loads: Array<() => Promise<HttpBenchRow>>): Promise<HttpBenchRow[]> {
   const rounds: HttpBenchRow[][] = loads.map(() => []);
   for (let round = 0; round < ROUNDS; round++) {
     for (const [i, run] of loads.entries()) rounds[i]!.push(await run());

@@ -1,12 +1,13 @@
 /**
  * `npm run bench`: the router micro-benchmark, then negotiate over HTTP
- * against the express + pg floor. Prints markdown tables; docs/BENCHMARKS.md
+ * against the express + pg floor, then MCP tools/call against REST negotiate. Prints markdown tables; docs/BENCHMARKS.md
  * records a run. The HTTP part needs a Postgres server that allows CREATE
  * DATABASE: BENCH_DATABASE_URL, else DATABASE_URL, else the machine's
  * postgresql://root@127.0.0.1:5432/postgres.
  */
 import { cpus } from 'node:os';
 import { formatHttpBench, runHttpBench } from './http-bench';
+import { formatMcpBench, runMcpBench } from './mcp-bench';
 import { formatRouterBench, runRouterBench } from './router-bench';
 
 async function main(): Promise<void> {
@@ -16,7 +17,9 @@ async function main(): Promise<void> {
   process.stdout.write(`${formatRouterBench(await runRouterBench())}\n\n`);
   const url = process.env.BENCH_DATABASE_URL || process.env.DATABASE_URL || 'postgresql://root@127.0.0.1:5432/postgres';
   process.stdout.write('## negotiate over HTTP vs the express + pg floor\n\n');
-  process.stdout.write(`${formatHttpBench(await runHttpBench(url))}\n`);
+  process.stdout.write(`${formatHttpBench(await runHttpBench(url))}\n\n`);
+  process.stdout.write('## MCP tools/call vs REST negotiate, the same read\n\n');
+  process.stdout.write(`${formatMcpBench(await runMcpBench(url))}\n`);
 }
 
 main().catch((err: unknown) => {

@@ -69,10 +69,20 @@ export function buildApp(services: Services): Express {
   app.use(requireJsonBody);
   app.use(checkJsonBody);
 
-  // The API's routes first, negotiate the first of them (tsoa.json lists its controller first):
+  // The MCP endpoint on its own paths, before the API's routes: its calls skip matching the 30 routes, and the
+  // API's requests skip it after one string test. Its `stack` is the router's, for the 405s' Allow header
+  // (allowed-methods.ts reads mounted routers' stacks).
+  const mcp = mcpRouter(services);
+  app.use(
+    Object.assign(
+      (req: express.Request, res: express.Response, next: express.NextFunction) =>
+        req.path.endsWith('/mcp') ? mcp(req, res, next) : next(),
+      { stack: mcp.stack },
+    ),
+  );
+  // The API's routes, negotiate the first of them (tsoa.json lists its controller first):
   // express tries the routes in order, so the hot path matches at once.
   RegisterRoutes(app);
-  app.use(mcpRouter(services));
   // Bodies express.json refused, answered as JSON-RPC errors on the MCP endpoint.
   app.use(MCP_PATH, mcpBodyErrors);
   const metrics = services.metrics;

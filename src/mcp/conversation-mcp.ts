@@ -4,10 +4,14 @@
  * (`createMcpHandler` from @modelcontextprotocol/server, adapted to express
  * with `toNodeHandler` from @modelcontextprotocol/node).
  *
- * Stateless, for both protocol eras: every request gets a fresh server
- * (conversation-server.ts) for its conversation and caller, and nothing is
- * kept between requests, so any replica answers any request and no sticky
- * routing is needed.
+ * Stateless, for both protocol eras: nothing is kept between requests, so
+ * any replica answers any request and no sticky routing is needed. A
+ * 2026-07-28 `tools/call` of a listed tool, the endpoint's common request,
+ * takes the fast path (mcp-fast-path.ts): the same handler answers it
+ * without the SDK's per-request server, and negotiate makes the access
+ * decision with the call's own decision statement. Every other
+ * request gets a fresh server (conversation-server.ts) for its conversation
+ * and caller from the SDK's serving entry, after the access check here.
  * - 2026-07-28: each request carries its version and capabilities;
  *   `server/discover`, `subscriptions/listen` (a long-lived SSE response),
  *   the Mcp-Method/Mcp-Name header checks and the JSON-RPC errors of the
@@ -31,8 +35,8 @@ import { createMcpHandler, type AuthInfo, type McpHttpHandler } from '@modelcont
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
 import { ID_RULE, isValidId } from '../core/resource-names';
-import { AppError, isUnavailable } from '../core/errors';
-import { type Principal, principalKey } from '../core/principal';
+import { AppError, isUnavailable, RESERVED_CONVERSATION_ID } from '../core/errors';
+import { forbidden, type Principal, principalKey } from '../core/principal';
 import type { NegotiationResult } from '../core/negotiation';
 import type { ToolSetChangeCause } from '../core/tool-registry';
 import { refusesHead } from '../http/allowed-methods';
@@ -44,10 +48,18 @@ import {
   sendProblem,
 } from '../http/middleware';
 import type { Services } from '../services';
-import { createConversationServer } from './conversation-server';
+import {
+  callTool,
+  type ConversationCaller,
+  createConversationServer,
+  SERVER_NAME,
+  SERVER_VERSION,
+} from './conversation-server';
 import { createMcpEventBus, type McpEventBus } from './event-bus';
 import { serveLegacyStream } from './legacy-stream';
+import { type FastToolCall, fastToolCall, toolCallResponse } from './mcp-fast-path';
 import { StreamLimits } from './stream-limits';
+import { mcpToolNames } from './tool-definitions';
 
 export const MCP_PATH = '/conversations/:conversationId/mcp';
 /**
@@ -79,18 +91,34 @@ export interface McpRouter extends Router {
 }
 
 /** What the factory needs of the HTTP request; travels as the SDK's pass-through authInfo. */
-interface McpCaller {
-  principal: Principal;
-  conversationId: string;
-  requestId: string;
+interface McpCaller extends ConversationCaller {
   /** A tools/call's outcome, for the request's log line (tool, action, outcome). */
   onNegotiated: (result: NegotiationResult) => void;
+}
+
+/** negotiate's answers that the endpoint gives as it gives its own access check's: problem+json. */
+function isAccessRefusal(err: unknown): err is Error {
+  return (err instanceof AppError && (err.code === 'not_found' || err.code === 'forbidden')) || isUnavailable(err);
+}
+
+/** `_meta.approvalId` absent or an id: the tools/call handler then goes to negotiate, which decides access. */
+function reachesNegotiate(params: Record<string, unknown> | undefined): boolean {
+  const id = (params?._meta as Record<string, unknown> | undefined)?.approvalId;
+  return id === undefined || (typeof id === 'string' && isValidId(id));
 }
 
 // Routers by the Services they were built for, so the entry file can close them knowing only `services`.
 const routers = new WeakMap<Services, Set<McpRouter>>();
 
 const DEFAULT_MAX_STREAMS = 1000;
+const SERVER_INFO = { name: SERVER_NAME, version: SERVER_VERSION };
+/** The SDK's legacy transport's SSE response headers. */
+const LEGACY_SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache, no-transform',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
 /** How often an open stream's credentials are checked again (revocation is refused within 5 s). */
 const STREAM_RECHECK_MS = 2000;
 // Proxies commonly drop a connection idle for 30 to 60 s; a comment every 15 s keeps listen streams open.
@@ -164,6 +192,59 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
   });
   let closed = false;
 
+  /** Auth info as the SDK passes it through to handlers (the caller in `extra`). */
+  function authInfoOf(caller: McpCaller): AuthInfo {
+    return {
+      token: '',
+      clientId: principalKey(caller.principal),
+      scopes: [],
+      extra: caller as unknown as Record<string, unknown>,
+    };
+  }
+
+  /** A tools/call on the fast path (mcp-fast-path.ts): negotiate decides access, its refusal is answered here. */
+  async function serveFast(
+    req: Request,
+    res: Response,
+    principal: Principal,
+    conversationId: string,
+    call: FastToolCall,
+  ): Promise<void> {
+    let refusal: Error | undefined;
+    const caller: McpCaller = {
+      principal,
+      conversationId,
+      requestId: req.id ?? '-',
+      onNegotiated: (result) => noteNegotiation(req, result),
+      refuse: (err) => {
+        if (!isAccessRefusal(err)) return false;
+        refusal = err;
+        return true;
+      },
+    };
+    let outcome: Parameters<typeof toolCallResponse>[1];
+    try {
+      outcome = { result: await callTool(services, caller, call.params) };
+    } catch (error) {
+      outcome = { error };
+    }
+    if (refusal !== undefined) {
+      // As the endpoint's own check words it (negotiate's says "may not negotiate").
+      throw refusal instanceof AppError && refusal.code === 'forbidden'
+        ? forbidden(principal, 'use the MCP endpoint')
+        : refusal;
+    }
+    const message = JSON.stringify(toolCallResponse(call, outcome, SERVER_INFO));
+    if (call.era === 'modern') {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(message) });
+      return void res.end(message);
+    }
+    // As the SDK's legacy transport answers a request: one message event on an SSE stream, then its end.
+    const body = `event: message\ndata: ${message}\n\n`;
+    res.writeHead(200, { ...LEGACY_SSE_HEADERS, 'content-length': Buffer.byteLength(body) });
+    res.end(body);
+  }
+
   async function handle(req: Request, res: Response): Promise<void> {
     const conversationId = req.params.conversationId;
     if (!isValidId(conversationId)) {
@@ -183,7 +264,13 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     }
     // The conversation's agent keys, its owner and admins; anyone else learns nothing of it.
     const principal = principalOf(req);
-    const message = req.body as { jsonrpc?: unknown; method?: unknown } | undefined;
+    const message = req.body as { jsonrpc?: unknown; method?: unknown; params?: Record<string, unknown> } | undefined;
+    // A tools/call of a listed tool (2026-07-28, or 2025 without an envelope): the fast path, where negotiate
+    // decides access too.
+    if (!closed && conversationId !== RESERVED_CONVERSATION_ID && reachesNegotiate(message?.params)) {
+      const call = fastToolCall(req, mcpToolNames(services.catalog.snapshot().set));
+      if (call) return serveFast(req, res, principal, conversationId, call);
+    }
     // Only a JSON-RPC request creates the conversation on first use (as negotiate does); a stream or a
     // body the SDK will refuse only checks access.
     const creates = req.method === 'POST' && message?.jsonrpc === '2.0' && typeof message.method === 'string';
@@ -199,12 +286,7 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
       requestId: req.id ?? '-',
       onNegotiated: (result) => noteNegotiation(req, result),
     };
-    (req as { auth?: AuthInfo }).auth = {
-      token: '',
-      clientId: principalKey(principal),
-      scopes: [],
-      extra: caller as unknown as Record<string, unknown>,
-    };
+    (req as { auth?: AuthInfo }).auth = authInfoOf(caller);
 
     // The SDK answers a spec method whose params fail its schema with -32603 (an internal error):
     // the params this endpoint reads are checked here first, answered -32602 as the spec has it.

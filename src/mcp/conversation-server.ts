@@ -1,18 +1,28 @@
 /**
  * One MCP server (the SDK v2's low-level Server) bound to one conversation
- * and one caller, built afresh for every HTTP request (conversation-mcp.ts):
- * it holds nothing between requests, so any replica answers any request.
+ * and one caller, built afresh for every HTTP request the SDK's serving
+ * entry answers (conversation-mcp.ts): it holds nothing between requests, so
+ * any replica answers any request. Its tools/call handler, `callTool`, is
+ * also what the endpoint's fast path runs (mcp-fast-path.ts).
  * Tools are the conversation's actions; every tools/call goes through
  * `manager.negotiate`, the one path for routing, permissions, policy,
  * approvals, audit and transactions. Resources are the conversation's shared
  * context, read-only.
  */
-import { ProtocolError, ProtocolErrorCode, ResourceNotFoundError, Server } from '@modelcontextprotocol/server';
+import {
+  type CallToolRequestParams,
+  type CallToolResult,
+  ProtocolError,
+  ProtocolErrorCode,
+  ResourceNotFoundError,
+  Server,
+} from '@modelcontextprotocol/server';
 import type { NegotiationResult } from '../core/negotiation';
 import type { Principal } from '../core/principal';
 import { isValidId } from '../core/resource-names';
 import type { Resource } from '../core/tool-interface';
 import { isDatabaseUnavailable } from '../db/database';
+import type { Logger } from '../logger';
 import type { Services } from '../services';
 import { mcpToolDefinitions } from './tool-definitions';
 import { callResult, unknownToolError } from './tool-results';
@@ -58,6 +68,78 @@ function approvalIdOf(meta: Record<string, unknown> | undefined): string | undef
   return typeof id === 'string' && isValidId(id) ? id : null;
 }
 
+/** Whom a request is from and for: what the handlers need of the HTTP request. */
+export interface ConversationCaller {
+  conversationId: string;
+  principal: Principal;
+  /** The request's X-Request-Id: what the audit records for a call. */
+  requestId: string;
+  /** Told each tools/call's outcome (the request's log line). */
+  onNegotiated?: (result: NegotiationResult) => void;
+  /**
+   * Present when the endpoint left the access decision to negotiate (its fast
+   * path): offered each error a handler meets, it takes the ones the
+   * endpoint answers itself, as it answers its own access check (negotiate's
+   * not_found or forbidden, the database unavailable), and says so.
+   */
+  refuse?: (err: unknown) => boolean;
+}
+
+/** Database trouble becomes a JSON-RPC error with a safe message; nothing else leaks either. */
+function internalError(log: Logger, err: unknown, what: string, caller: ConversationCaller): ProtocolError {
+  if (err instanceof ProtocolError) return err;
+  // Not sent: the endpoint answers this one itself.
+  if (caller.refuse?.(err)) return new ProtocolError(ProtocolErrorCode.InternalError, 'Refused');
+  if (isDatabaseUnavailable(err)) {
+    log.warn({ err }, `database unavailable during ${what}`);
+    return new ProtocolError(ProtocolErrorCode.InternalError, 'The database is unavailable; retry later');
+  }
+  log.error({ err }, `${what} failed`);
+  return new ProtocolError(ProtocolErrorCode.InternalError, 'Internal server error');
+}
+
+/**
+ * One tools/call of `caller`: negotiate's outcome as a tool result
+ * (tool-results.ts), or a ProtocolError. The tools/call handler of the
+ * per-request server, and what the endpoint's fast path runs for the calls
+ * it takes.
+ */
+export async function callTool(
+  services: Services,
+  caller: ConversationCaller,
+  params: CallToolRequestParams,
+): Promise<CallToolResult> {
+  const { manager, catalog } = services;
+  const { conversationId, principal, requestId, onNegotiated } = caller;
+  const log = (): Logger => services.logger.child({ component: 'mcp', conversationId });
+  const { name, arguments: args } = params;
+  // A retry under an approval names it in the request's _meta (the args stay the action's own).
+  const approvalId = approvalIdOf(params._meta);
+  if (approvalId === null) {
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      'Invalid params: _meta.approvalId must be an approval id (1 to 128 of A-Z a-z 0-9 : _ -)',
+    );
+  }
+  // A name that is no tool of this server is a protocol error (-32602), never routed.
+  const unknown = unknownToolError(catalog.snapshot().set, name);
+  if (unknown) throw unknown;
+  try {
+    const result = await manager.negotiate(
+      principal,
+      conversationId,
+      { action: name, args: args ?? {}, ...(approvalId !== undefined ? { approvalId } : {}) },
+      { meta: { requestId } },
+    );
+    onNegotiated?.(result);
+    return await callResult(catalog.snapshot().set, result, (issue) =>
+      log().error({ tool: result.routing?.tool, action: result.routing?.action }, issue),
+    );
+  } catch (err) {
+    throw internalError(log(), err, 'tools/call', caller);
+  }
+}
+
 /**
  * The MCP server of one conversation for one principal, for one HTTP request
  * (`requestId`, its X-Request-Id, is what the audit records for a call).
@@ -70,19 +152,10 @@ export function createConversationServer(
   /** Told each tools/call's outcome (the request's log line). */
   onNegotiated?: (result: NegotiationResult) => void,
 ): Server {
-  const { manager, catalog, stores, resources, logger } = services;
+  const { catalog, stores, resources, logger } = services;
   const log = logger.child({ component: 'mcp', conversationId });
-
-  /** Database trouble becomes a JSON-RPC error with a safe message; nothing else leaks either. */
-  function internal(err: unknown, what: string): ProtocolError {
-    if (err instanceof ProtocolError) return err;
-    if (isDatabaseUnavailable(err)) {
-      log.warn({ err }, `database unavailable during ${what}`);
-      return new ProtocolError(ProtocolErrorCode.InternalError, 'The database is unavailable; retry later');
-    }
-    log.error({ err }, `${what} failed`);
-    return new ProtocolError(ProtocolErrorCode.InternalError, 'Internal server error');
-  }
+  const caller: ConversationCaller = { conversationId, principal, requestId, onNegotiated };
+  const internal = (err: unknown, what: string): ProtocolError => internalError(log, err, what, caller);
 
   const server = new Server(
     { name: SERVER_NAME, version: SERVER_VERSION },
@@ -105,34 +178,7 @@ export function createConversationServer(
     }
   });
 
-  server.setRequestHandler('tools/call', async (request) => {
-    const { name, arguments: args } = request.params;
-    // A retry under an approval names it in the request's _meta (the args stay the action's own).
-    const approvalId = approvalIdOf(request.params._meta);
-    if (approvalId === null) {
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        'Invalid params: _meta.approvalId must be an approval id (1 to 128 of A-Z a-z 0-9 : _ -)',
-      );
-    }
-    // A name that is no tool of this server is a protocol error (-32602), never routed.
-    const unknown = unknownToolError(catalog.snapshot().set, name);
-    if (unknown) throw unknown;
-    try {
-      const result = await manager.negotiate(
-        principal,
-        conversationId,
-        { action: name, args: args ?? {}, ...(approvalId !== undefined ? { approvalId } : {}) },
-        { meta: { requestId } },
-      );
-      onNegotiated?.(result);
-      return await callResult(catalog.snapshot().set, result, (issue) =>
-        log.error({ tool: result.routing?.tool, action: result.routing?.action }, issue),
-      );
-    } catch (err) {
-      throw internal(err, 'tools/call');
-    }
-  });
+  server.setRequestHandler('tools/call', (request) => callTool(services, caller, request.params));
 
   server.setRequestHandler('resources/list', async (request) => {
     const cursor = request.params?.cursor;
