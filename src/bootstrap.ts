@@ -12,6 +12,7 @@ import { AuditService } from './core/audit';
 import { ConversationManager } from './core/conversation-manager';
 import { IdempotentNegotiation } from './core/idempotency';
 import { KeyService } from './core/keys';
+import { PermissionService } from './core/permissions';
 import { ResourceService } from './core/resource-service';
 import { ToolCatalog } from './core/tool-catalog';
 import { ToolRegistry, type ToolRegistryOptions } from './core/tool-registry';
@@ -49,10 +50,6 @@ export function wireServices(
   const catalog = new ToolCatalog(registry, config.routerMinConfidence);
   const stores = openStores(db);
   const resources = new ResourceService(stores.resources, stores.conversations, config.resourceMaxBytes);
-  const approvals = new ApprovalService(new SqlApprovalStore(db.pool), stores.conversations, {
-    ttlSeconds: config.approvalTtlSeconds,
-    logger: logger.child({ component: 'approvals' }),
-  });
   const access = new ConversationAccess(stores.conversations);
   const audit = new AuditService(
     new SqlAuditStore(db.pool, logger.child({ component: 'audit' }), auditOptions),
@@ -61,13 +58,26 @@ export function wireServices(
     Date.now,
     (code) => (code in PROBLEM_STATUS ? PROBLEM_STATUS[code as ProblemCode] : undefined),
   );
+  const permissions = new PermissionService({
+    store: stores.permissions,
+    units: stores.units,
+    access,
+    tools: () => catalog.snapshot().set.tools.map((t) => t.name),
+    audit,
+  });
+  const approvals = new ApprovalService(
+    new SqlApprovalStore(db.pool),
+    stores.conversations,
+    { ttlSeconds: config.approvalTtlSeconds, logger: logger.child({ component: 'approvals' }) },
+    { levels: permissions, units: stores.units, audit },
+  );
   const metrics = config.metricsEnabled
     ? new Metrics({ pool: db.pool, pendingApprovals: () => countPendingApprovals(db.pool), logger })
     : undefined;
   const manager = new ConversationManager({
     approvals,
     decisions: stores.decisions,
-    permissions: stores.permissions,
+    levels: permissions,
     conversations: stores.conversations,
     units: stores.units,
     resources,
@@ -107,6 +117,7 @@ export function wireServices(
       keys,
       authenticator,
       approvals,
+      permissions,
       audit,
       metrics,
     },

@@ -10,6 +10,7 @@ import type { AuditService } from './core/audit';
 import type { ConversationManager } from './core/conversation-manager';
 import type { IdempotentNegotiation } from './core/idempotency';
 import type { KeyService } from './core/keys';
+import type { PermissionService } from './core/permissions';
 import type { Stores } from './core/ports';
 import type { ResourceService } from './core/resource-service';
 import type { ToolCatalog } from './core/tool-catalog';
@@ -33,6 +34,8 @@ export interface Services {
   keys: KeyService;
   /** Approval requests, decisions, and the sweep of lapsed ones (started with the authenticator). */
   approvals: ApprovalService;
+  /** Levels (read, history, set: the one home of a level change). */
+  permissions: PermissionService;
   /** The audit log: `audit.record(event, fields, tx?)` (src/core/audit.ts). */
   audit: AuditService;
   /** Bearer token → principal. */
