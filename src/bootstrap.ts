@@ -10,6 +10,7 @@ import { ConversationAccess } from './core/access';
 import { ApprovalService } from './core/approvals';
 import { AuditService } from './core/audit';
 import { ConversationManager } from './core/conversation-manager';
+import { ConversationService } from './core/conversations';
 import { IdempotentNegotiation } from './core/idempotency';
 import { KeyService } from './core/keys';
 import { PermissionService } from './core/permissions';
@@ -49,7 +50,6 @@ export function wireServices(
   });
   const catalog = new ToolCatalog(registry, config.routerMinConfidence);
   const stores = openStores(db);
-  const resources = new ResourceService(stores.resources, stores.conversations, config.resourceMaxBytes);
   const access = new ConversationAccess(stores.conversations);
   const audit = new AuditService(
     new SqlAuditStore(db.pool, logger.child({ component: 'audit' }), auditOptions),
@@ -58,6 +58,17 @@ export function wireServices(
     Date.now,
     (code) => (code in PROBLEM_STATUS ? PROBLEM_STATUS[code as ProblemCode] : undefined),
   );
+  const resources = new ResourceService(stores.resources, stores.conversations, config.resourceMaxBytes, {
+    access,
+    audit,
+  });
+  const conversations = new ConversationService({
+    conversations: stores.conversations,
+    permissions: stores.permissions,
+    resources: stores.resources,
+    access,
+    audit,
+  });
   const permissions = new PermissionService({
     store: stores.permissions,
     units: stores.units,
@@ -94,7 +105,7 @@ export function wireServices(
     negotiate: (p, id, req, keeper, meta) => manager.negotiate(p, id, req, { keeper, meta }),
     statusOf: negotiationStatus,
   });
-  const keys = new KeyService(stores.keys, access);
+  const keys = new KeyService(stores.keys, access, audit);
   const authenticator = new Authenticator(
     stores.keys,
     logger.child({ component: 'auth' }),
@@ -118,6 +129,7 @@ export function wireServices(
       authenticator,
       approvals,
       permissions,
+      conversations,
       audit,
       metrics,
     },
