@@ -57,19 +57,19 @@ export class ResourceService {
     readonly store: ResourceStore,
     private readonly conversations: ConversationStore,
     readonly maxBytes: number,
-    /** Who may read and write over REST; without it the `…As` methods refuse nothing (tools' own tests). */
-    private readonly rest?: { access: ConversationAccess; audit?: AuditService },
+    /** Who may read and write over REST (the `…As` methods), and their audit. */
+    private readonly rest: { access: ConversationAccess; audit?: AuditService },
   ) {}
 
   /** GET …/resources: a page for `p` (not_found when the conversation does not exist). */
   async listAs(p: Principal, conversationId: string, opts: ListResourcesOptions): Promise<Resource[]> {
-    await this.rest?.access.check(p, conversationId, 'read-resources', 'read resources');
+    await this.rest.access.check(p, conversationId, 'read-resources', 'read resources');
     return this.listOrNotFound(conversationId, opts);
   }
 
   /** GET …/resources/{name} for `p`. */
   async getAs(p: Principal, conversationId: string, name: string): Promise<Resource> {
-    await this.rest?.access.check(p, conversationId, 'read-resources', 'read resources');
+    await this.rest.access.check(p, conversationId, 'read-resources', 'read resources');
     return this.get(conversationId, name);
   }
 
@@ -78,10 +78,8 @@ export class ResourceService {
    * created on first use (audited as `conversation.created`), then put().
    */
   async putAs(p: Principal, w: ClientWrite): Promise<{ resource: Resource; created: boolean }> {
-    if (
-      this.rest &&
-      (await this.rest.access.checkOrCreate(p, w.conversationId, 'manage', 'write resources over REST'))
-    ) {
+    const created = await this.rest.access.checkOrCreate(p, w.conversationId, 'manage', 'write resources over REST');
+    if (created) {
       await this.rest.audit?.changed(p, 'conversation.created', w.conversationId, w.requestId);
     }
     return this.put(w.conversationId, w.name, w.json, CLIENT, p.subject, w.match, w.noneMatch);
@@ -89,7 +87,7 @@ export class ResourceService {
 
   /** DELETE …/resources/{name} for `p`. */
   async removeAs(p: Principal, conversationId: string, name: string, match?: Precondition): Promise<void> {
-    await this.rest?.access.check(p, conversationId, 'manage', 'delete resources over REST');
+    await this.rest.access.check(p, conversationId, 'manage', 'delete resources over REST');
     return this.remove(conversationId, name, match);
   }
 
