@@ -177,7 +177,7 @@ export class PermissionService {
         },
         t,
       );
-      // Only a `set` answers undefined-free.
+      // A `set` always answers (only an `expire` may find nothing to do).
       const r = stored!;
       if (r.conversationCreated) await this.audited('conversation.created', conversationId, by, s.requestId, t);
       if (r.changed) await this.audited('permission.changed', conversationId, by, s.requestId, t, r.change);

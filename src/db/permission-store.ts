@@ -27,37 +27,38 @@ const CURRENT = `
   SELECT level, expires_at, revert_to, expires_at IS NOT NULL AND expires_at <= now() AS lapsed
   FROM tool_permissions WHERE conversation_id = $1 AND tool = $2`;
 
+const WRITE = `
+  INSERT INTO tool_permissions (conversation_id, tool, level, upgraded_at, expires_at, revert_to)
+  VALUES ($1, $2, $3::int, now(), $4::timestamptz, $5::int)
+  ON CONFLICT (conversation_id, tool) DO UPDATE
+    SET level = $3::int, upgraded_at = now(), expires_at = $4::timestamptz, revert_to = $5::int`;
+
+const HISTORY = `
+  INSERT INTO permission_history (conversation_id, tool, from_level, to_level, actor, at)
+  VALUES ($1, $2, $3::int, $4::int, $5::text, now())`;
+
+const TOUCH = 'UPDATE conversations SET updated_at = now() WHERE id = $1';
+
 /**
  * A level change settles what it makes unnecessary: every principal's
  * pending request (a call, or an agent's upgrade) of that tool asking for at
  * most the new level becomes `satisfied`, decided by whoever set the level
- * ($4). $8: the approval this change decides otherwise (an approval for the
+ * ($4). $5: the approval this change decides otherwise (an approval for the
  * conversation), or null. A lapsed request is left to expire. Lowering a
  * level settles nothing a refusal could have recorded (it asked for more
  * than the level it saw). SKIP LOCKED: a request locked now is being decided
  * by someone else (an approval that locked it and waits for this
  * conversation's lock, which this change holds); waiting for it would
- * deadlock, and that decision ends it.
+ * deadlock, and that decision ends it. Sent last, once the level is written.
  */
-const SET = `
-  WITH permission AS (
-    INSERT INTO tool_permissions (conversation_id, tool, level, upgraded_at, expires_at, revert_to)
-    VALUES ($1, $2, $3::int, now(), $6::timestamptz, $7::int)
-    ON CONFLICT (conversation_id, tool) DO UPDATE
-      SET level = $3::int, upgraded_at = now(), expires_at = $6::timestamptz, revert_to = $7::int
-  ), history AS (
-    INSERT INTO permission_history (conversation_id, tool, from_level, to_level, actor, at)
-    VALUES ($1, $2, $5::int, $3::int, $4::text, now())
-  ), touched AS (
-    UPDATE conversations SET updated_at = now() WHERE id = $1
-  )
+const SETTLE = `
   UPDATE approvals
   SET status = 'satisfied', decided_by = $4::text, decided_at = now(),
       reason = format('The tool''s level was set to %s by %s', $3::int, $4::text)
   WHERE id IN (
     SELECT id FROM approvals
     WHERE conversation_id = $1 AND tool = $2 AND status = 'pending' AND required_level <= $3::int
-      AND expires_at > now() AND id IS DISTINCT FROM $8::text
+      AND expires_at > now() AND id IS DISTINCT FROM $5::text
     FOR UPDATE SKIP LOCKED)`;
 
 /** A due grant ends: the level before it comes back (none: the explicit level goes), with a history row by `expiry`. */
@@ -163,16 +164,10 @@ async function set(c: Queryable, s: Extract<StoredLevelSetting, { kind: 'set' }>
   if (s.raiseOnly && previousLevel >= level) {
     return { change: { tool, level: previousLevel, previousLevel }, changed: false, conversationCreated };
   }
-  await c.query(SET, [
-    conversationId,
-    tool,
-    level,
-    actor,
-    previousLevel,
-    s.until ?? null,
-    s.until ? beforeGrant : null,
-    s.settleExcept ?? null,
-  ]);
+  await c.query(WRITE, [conversationId, tool, level, s.until ?? null, s.until ? beforeGrant : null]);
+  await c.query(HISTORY, [conversationId, tool, previousLevel, level, actor]);
+  await c.query(TOUCH, [conversationId]);
+  await c.query(SETTLE, [conversationId, tool, level, actor, s.settleExcept ?? null]);
   return { change: { tool, level, previousLevel }, changed: true, conversationCreated };
 }
 
