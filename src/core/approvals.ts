@@ -322,6 +322,8 @@ export class ApprovalService {
     body: { scope: ApprovalScope; expiresInSeconds?: number },
     requestId: string,
   ): Promise<Approval> {
+    // An agent never approves: refused (403, or 404 elsewhere) before any transaction.
+    if (p.role === 'agent') await this.checkManage(p, conversationId, 'approve');
     const by = actorOf(p);
     const outcome = await this.inTransaction(async (tx): Promise<DecisionOutcome> => {
       // The request is locked while the caller's right is read (on another connection; a refusal rolls the
