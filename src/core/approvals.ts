@@ -322,16 +322,10 @@ export class ApprovalService {
     body: { scope: ApprovalScope; expiresInSeconds?: number },
     requestId: string,
   ): Promise<Approval> {
-    // An agent never approves: refused (403, or 404 elsewhere) before any transaction.
-    if (p.role === 'agent') await this.checkManage(p, conversationId, 'approve');
+    await this.checkManage(p, conversationId, 'approve');
     const by = actorOf(p);
     const outcome = await this.inTransaction(async (tx): Promise<DecisionOutcome> => {
-      // The request is locked while the caller's right is read (on another connection; a refusal rolls the
-      // lock back): a level change settling at the same time then skips it and leaves it to this decision.
-      const [a] = await Promise.all([
-        this.store.lockPending(conversationId, approvalId, tx),
-        this.checkManage(p, conversationId, 'approve'),
-      ]);
+      const a = await this.store.lockPending(conversationId, approvalId, tx);
       if (typeof a === 'string') return a;
       if (body.scope === 'once') {
         return this.store.approve(
