@@ -10,8 +10,10 @@ import { ConversationAccess } from './core/access';
 import { ApprovalService } from './core/approvals';
 import { AuditService } from './core/audit';
 import { ConversationManager } from './core/conversation-manager';
+import { ConversationService } from './core/conversations';
 import { IdempotentNegotiation } from './core/idempotency';
 import { KeyService } from './core/keys';
+import { PermissionService } from './core/permissions';
 import { ResourceService } from './core/resource-service';
 import { ToolCatalog } from './core/tool-catalog';
 import { ToolRegistry, type ToolRegistryOptions } from './core/tool-registry';
@@ -48,11 +50,6 @@ export function wireServices(
   });
   const catalog = new ToolCatalog(registry, config.routerMinConfidence);
   const stores = openStores(db);
-  const resources = new ResourceService(stores.resources, stores.conversations, config.resourceMaxBytes);
-  const approvals = new ApprovalService(new SqlApprovalStore(db.pool), stores.conversations, {
-    ttlSeconds: config.approvalTtlSeconds,
-    logger: logger.child({ component: 'approvals' }),
-  });
   const access = new ConversationAccess(stores.conversations);
   const audit = new AuditService(
     new SqlAuditStore(db.pool, logger.child({ component: 'audit' }), auditOptions),
@@ -61,13 +58,37 @@ export function wireServices(
     Date.now,
     (code) => (code in PROBLEM_STATUS ? PROBLEM_STATUS[code as ProblemCode] : undefined),
   );
+  const resources = new ResourceService(stores.resources, stores.conversations, config.resourceMaxBytes, {
+    access,
+    audit,
+  });
+  const conversations = new ConversationService({
+    conversations: stores.conversations,
+    permissions: stores.permissions,
+    resources: stores.resources,
+    access,
+    audit,
+  });
+  const permissions = new PermissionService({
+    store: stores.permissions,
+    units: stores.units,
+    access,
+    tools: () => catalog.snapshot().set.tools.map((t) => t.name),
+    audit,
+  });
+  const approvals = new ApprovalService(
+    new SqlApprovalStore(db.pool),
+    stores.conversations,
+    { ttlSeconds: config.approvalTtlSeconds, logger: logger.child({ component: 'approvals' }) },
+    { levels: permissions, units: stores.units, audit },
+  );
   const metrics = config.metricsEnabled
     ? new Metrics({ pool: db.pool, pendingApprovals: () => countPendingApprovals(db.pool), logger })
     : undefined;
   const manager = new ConversationManager({
     approvals,
     decisions: stores.decisions,
-    permissions: stores.permissions,
+    levels: permissions,
     conversations: stores.conversations,
     units: stores.units,
     resources,
@@ -84,7 +105,7 @@ export function wireServices(
     negotiate: (p, id, req, keeper, meta) => manager.negotiate(p, id, req, { keeper, meta }),
     statusOf: negotiationStatus,
   });
-  const keys = new KeyService(stores.keys, access);
+  const keys = new KeyService(stores.keys, access, audit);
   const authenticator = new Authenticator(
     stores.keys,
     logger.child({ component: 'auth' }),
@@ -107,6 +128,8 @@ export function wireServices(
       keys,
       authenticator,
       approvals,
+      permissions,
+      conversations,
       audit,
       metrics,
     },

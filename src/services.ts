@@ -8,8 +8,10 @@ import type { ConversationAccess } from './core/access';
 import type { ApprovalService } from './core/approvals';
 import type { AuditService } from './core/audit';
 import type { ConversationManager } from './core/conversation-manager';
+import type { ConversationService } from './core/conversations';
 import type { IdempotentNegotiation } from './core/idempotency';
 import type { KeyService } from './core/keys';
+import type { PermissionService } from './core/permissions';
 import type { Stores } from './core/ports';
 import type { ResourceService } from './core/resource-service';
 import type { ToolCatalog } from './core/tool-catalog';
@@ -33,6 +35,10 @@ export interface Services {
   keys: KeyService;
   /** Approval requests, decisions, and the sweep of lapsed ones (started with the authenticator). */
   approvals: ApprovalService;
+  /** Conversations: list, create, read, delete, state (who may, and their audit). */
+  conversations: ConversationService;
+  /** Levels (read, history, set: the one home of a level change). */
+  permissions: PermissionService;
   /** The audit log: `audit.record(event, fields, tx?)` (src/core/audit.ts). */
   audit: AuditService;
   /** Bearer token → principal. */

@@ -118,9 +118,7 @@ export class ApprovalsController extends Controller {
     @Path() approvalId: Id,
     @Body() body: ApproveBody,
   ): Promise<ApprovalView> {
-    const approval = await this.services.approvals.approve(principalOf(req), id, approvalId, body);
-    await this.decided(req, approval, `approved:${body.scope}`);
-    return approval;
+    return this.services.approvals.approve(principalOf(req), id, approvalId, body, req.id ?? '-');
   }
 
   /**
@@ -153,19 +151,6 @@ export class ApprovalsController extends Controller {
     // `{ reason? }`: no body at all is a rejection without a reason.
     @Body() body?: RejectBody,
   ): Promise<ApprovalView> {
-    const approval = await this.services.approvals.reject(principalOf(req), id, approvalId, body?.reason);
-    await this.decided(req, approval, 'rejected');
-    return approval;
-  }
-
-  /** The decision's audit entry (committed before the answer). */
-  private decided(req: ExRequest, approval: ApprovalView, outcome: string): Promise<void> {
-    return this.services.audit.changed(principalOf(req), 'approval.decided', approval.conversationId, req.id ?? '-', {
-      approvalId: approval.id,
-      tool: approval.tool,
-      action: approval.action,
-      argsDigest: approval.argsDigest,
-      outcome,
-    });
+    return this.services.approvals.reject(principalOf(req), id, approvalId, body?.reason, req.id ?? '-');
   }
 }

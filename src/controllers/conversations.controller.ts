@@ -13,12 +13,8 @@ import {
   Tags,
 } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
-import { forbidden } from '../core/principal';
-import { isValidId } from '../core/resource-names';
 import { principalOf } from '../http/authenticate';
-import { createConversation, deleteConversation, getConversation, getConversationState } from '../core/conversations';
-import { ZPolicy } from '../core/policy';
-import { AppError, type Problem } from '../http/problem';
+import type { Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { Cursor, Id, JsonObject, Resource } from './types';
 import { PROBLEM_JSON } from '../http/problem';
@@ -106,25 +102,7 @@ export class ConversationsController extends Controller {
     @Query() limit: number = 100,
     @Query() cursor?: Cursor,
   ): Promise<ConversationPage> {
-    const p = principalOf(req);
-    if (p.role === 'agent') throw forbidden(p, 'list conversations');
-    let after: string | undefined;
-    if (cursor !== undefined) {
-      after = Buffer.from(cursor, 'base64url').toString('utf8');
-      if (!isValidId(after) || Buffer.from(after, 'utf8').toString('base64url') !== cursor) {
-        throw new AppError('validation_failed', 'cursor is not one this API returned', [
-          { path: 'cursor', message: 'invalid cursor' },
-        ]);
-      }
-    }
-    const rows = await this.services.stores.conversations.list({
-      ...(p.role === 'user' ? { owner: p.subject } : {}),
-      ...(after !== undefined ? { after } : {}),
-      limit: limit + 1,
-    });
-    const page = rows.slice(0, limit);
-    const next = rows.length > limit ? Buffer.from(page[page.length - 1]!.id, 'utf8').toString('base64url') : null;
-    return { conversations: page, nextCursor: next };
+    return this.services.conversations.list(principalOf(req), cursor, limit);
   }
 
   /**
@@ -152,24 +130,11 @@ export class ConversationsController extends Controller {
     @Request() req: ExRequest,
     @Body() body: CreateConversationBody,
   ): Promise<Conversation> {
-    const p = principalOf(req);
-    if (p.role === 'agent') throw forbidden(p, 'create conversations');
-    let policy;
-    if (body.policy !== undefined) {
-      const parsed = ZPolicy.safeParse(body.policy);
-      if (!parsed.success) {
-        const errors = parsed.error.issues.map((i) => ({ path: ['policy', ...i.path].join('.'), message: i.message }));
-        throw new AppError('validation_failed', errors.map((e) => `${e.path}: ${e.message}`).join('; '), errors);
-      }
-      policy = parsed.data;
-    }
-    const conv = await createConversation(this.services.stores.conversations, {
-      id: body.id,
-      metadata: body.metadata,
-      policy,
-      owner: p.subject,
-    });
-    await this.services.audit.changed(p, 'conversation.created', conv.id, req.id ?? '-');
+    const conv = await this.services.conversations.create(
+      principalOf(req),
+      { id: body.id, metadata: body.metadata, policy: body.policy },
+      req.id ?? '-',
+    );
     this.setStatus(201);
     return conv;
   }
@@ -195,8 +160,7 @@ export class ConversationsController extends Controller {
     PROBLEM_JSON,
   )
   public async getConversation(@Request() req: ExRequest, @Path() id: Id): Promise<Conversation> {
-    await this.services.access.check(principalOf(req), id, 'manage', 'read the conversation');
-    return getConversation(this.services.stores.conversations, id);
+    return this.services.conversations.get(principalOf(req), id);
   }
 
   /**
@@ -220,10 +184,7 @@ export class ConversationsController extends Controller {
     PROBLEM_JSON,
   )
   public async deleteConversation(@Request() req: ExRequest, @Path() id: Id): Promise<void> {
-    const p = principalOf(req);
-    await this.services.access.check(p, id, 'manage', 'delete the conversation');
-    await deleteConversation(this.services.stores.conversations, id);
-    await this.services.audit.changed(p, 'conversation.deleted', id, req.id ?? '-');
+    await this.services.conversations.delete(principalOf(req), id, req.id ?? '-');
     // Its agent keys were revoked with it: refused on this replica from now on (the others poll).
     await this.services.authenticator.refresh();
     this.setStatus(204);
@@ -249,8 +210,6 @@ export class ConversationsController extends Controller {
     PROBLEM_JSON,
   )
   public async getState(@Request() req: ExRequest, @Path() id: Id): Promise<ConversationState> {
-    await this.services.access.check(principalOf(req), id, 'manage', 'read the conversation state');
-    const { permissions, resources } = this.services.stores;
-    return getConversationState(permissions, resources, id);
+    return this.services.conversations.state(principalOf(req), id);
   }
 }

@@ -18,7 +18,6 @@ import { principalOf } from '../http/authenticate';
 import type { Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { ApiKey, CreatedApiKey, KeyList } from './responses';
-import { SYSTEM_CHAIN } from '../core/audit';
 import type { Id, KeyId, PermissionLevel } from './types';
 import { PROBLEM_JSON } from '../http/problem';
 import {
@@ -124,9 +123,7 @@ export class KeysController extends Controller {
   @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
   @Response<Problem>(403, 'Only admins mint keys', forbiddenExample, PROBLEM_JSON)
   public async createKey(@Request() req: ExRequest, @Body() body: CreateKeyBody): Promise<CreatedApiKey> {
-    const p = principalOf(req);
-    const key = await this.services.keys.mint(p, body);
-    await this.services.audit.changed(p, 'key.created', SYSTEM_CHAIN, req.id ?? '-', { action: key.id });
+    const key = await this.services.keys.mint(principalOf(req), body, req.id ?? '-');
     this.setStatus(201);
     return key;
   }
@@ -153,15 +150,9 @@ export class KeysController extends Controller {
   @Response<Problem>(403, 'Agents revoke no keys', forbiddenExample, PROBLEM_JSON)
   @Response<Problem>(404, 'No such key among those the caller manages', conversationNotFoundExample, PROBLEM_JSON)
   public async revokeKey(@Request() req: ExRequest, @Path() keyId: KeyId): Promise<void> {
-    const p = principalOf(req);
-    const hash = await this.services.keys.revoke(p, keyId);
-    if (hash !== undefined) {
-      this.services.authenticator.drop(hash);
-      const key = await this.services.stores.keys.get(keyId);
-      await this.services.audit.changed(p, 'key.revoked', key?.conversationId ?? SYSTEM_CHAIN, req.id ?? '-', {
-        action: keyId,
-      });
-    }
+    const hash = await this.services.keys.revoke(principalOf(req), keyId, req.id ?? '-');
+    // Refused on this replica from now on (the others poll).
+    if (hash !== undefined) this.services.authenticator.drop(hash);
     this.setStatus(204);
   }
 
@@ -187,9 +178,7 @@ export class KeysController extends Controller {
     @Path() id: Id,
     @Body() body: CreateAgentKeyBody,
   ): Promise<CreatedApiKey> {
-    const p = principalOf(req);
-    const key = await this.services.keys.mintAgent(p, id, body);
-    await this.services.audit.changed(p, 'key.created', id, req.id ?? '-', { action: key.id });
+    const key = await this.services.keys.mintAgent(principalOf(req), id, body, req.id ?? '-');
     this.setStatus(201);
     return key;
   }

@@ -1,9 +1,7 @@
 import { Body, Controller, Example, Get, Path, Put, Request, Response, Route, Tags } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
-import { actorOf } from '../core/principal';
 import { principalOf } from '../http/authenticate';
-import { listPermissions, permissionHistory } from '../core/permissions';
-import { AppError, type Problem } from '../http/problem';
+import type { Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { LevelChange, PermissionHistory, Permissions } from './responses';
 import type { Id, PermissionLevel, ToolName } from './types';
@@ -57,12 +55,7 @@ export class PermissionsController extends Controller {
     PROBLEM_JSON,
   )
   public async getPermissions(@Request() req: ExRequest, @Path() id: Id): Promise<Permissions> {
-    await this.services.access.check(principalOf(req), id, 'manage', 'read permissions');
-    return listPermissions(
-      this.services.stores.permissions,
-      id,
-      this.services.catalog.snapshot().set.tools.map((t) => t.name),
-    );
+    return this.services.permissions.list(principalOf(req), id);
   }
 
   /**
@@ -86,8 +79,7 @@ export class PermissionsController extends Controller {
     PROBLEM_JSON,
   )
   public async getHistory(@Request() req: ExRequest, @Path() id: Id): Promise<PermissionHistory> {
-    await this.services.access.check(principalOf(req), id, 'manage', 'read the permission history');
-    return { events: await permissionHistory(this.services.stores.permissions, id) };
+    return { events: await this.services.permissions.history(principalOf(req), id) };
   }
 
   /**
@@ -118,27 +110,13 @@ export class PermissionsController extends Controller {
     @Path() tool: ToolName,
     @Body() body: SetLevelBody,
   ): Promise<LevelChange> {
-    const p = principalOf(req);
-    // An agent learns only that it may not (or, for another conversation, nothing).
-    if (p.role === 'agent') await this.services.access.check(p, id, 'manage', 'change permissions');
-    if (!this.services.catalog.snapshot().set.byName.has(tool)) {
-      throw new AppError('not_found', `Unknown tool: ${tool.slice(0, 64)}`);
-    }
-    const { conversationCreated, ...change } = await this.services.stores.permissions.setLevel(
+    const change = await this.services.permissions.setByHand(
+      principalOf(req),
       id,
       tool,
       body.level as PermissionLevel,
-      actorOf(p),
-      {
-        createOwner: p.subject,
-        ...(p.role === 'admin' ? {} : { requiredOwner: p.subject }),
-      },
+      req.id ?? '-',
     );
-    if (conversationCreated) await this.services.audit.changed(p, 'conversation.created', id, req.id ?? '-');
-    await this.services.audit.changed(p, 'permission.changed', id, req.id ?? '-', {
-      tool,
-      action: `level-${change.previousLevel}-to-${change.level}`,
-    });
     return change;
   }
 }

@@ -17,7 +17,6 @@ import {
 import type { Request as ExRequest } from 'express';
 import { isValidId } from '../core/resource-names';
 import { principalOf } from '../http/authenticate';
-import { ToolError } from '../core/tool-interface';
 import { parsePrecondition } from '../http/preconditions';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
@@ -44,8 +43,6 @@ export interface PutResourceBody {
    */
   data: unknown;
 }
-
-const CLIENT = 'client';
 
 function etag(version: number): string {
   return `"${version}"`;
@@ -102,8 +99,12 @@ export class ResourcesController extends Controller {
     @Query() cursor?: Cursor,
   ): Promise<ResourcePage> {
     const after = cursor !== undefined ? decodeCursor(cursor) : undefined;
-    await this.services.access.check(principalOf(req), id, 'read-resources', 'read resources');
-    const rows = await this.services.resources.listOrNotFound(id, { prefix, createdBy, after, limit: limit + 1 });
+    const rows = await this.services.resources.listAs(principalOf(req), id, {
+      prefix,
+      createdBy,
+      after,
+      limit: limit + 1,
+    });
     const page = rows.slice(0, limit);
     const more = rows.length > limit;
     return { resources: page, nextCursor: more ? encodeCursor(page[page.length - 1]!.name) : null };
@@ -130,8 +131,7 @@ export class ResourcesController extends Controller {
     PROBLEM_JSON,
   )
   public async getResource(@Request() req: ExRequest, @Path() id: Id, @Path() name: Id): Promise<Resource> {
-    await this.services.access.check(principalOf(req), id, 'read-resources', 'read resources');
-    const resource = await this.services.resources.get(id, name);
+    const resource = await this.services.resources.getAs(principalOf(req), id, name);
     this.setHeader('ETag', etag(resource.version));
     return resource;
   }
@@ -185,22 +185,18 @@ export class ResourcesController extends Controller {
     @Header('If-Match') ifMatch?: EntityTags,
     @Header('If-None-Match') ifNoneMatch?: EntityTags,
   ): Promise<Resource> {
-    const json = this.encode(body.data);
+    // The data's refusals (413, 400) come before the headers' (400).
+    const json = this.services.resources.encode(body.data);
     const match = parsePrecondition(ifMatch, 'If-Match');
     const noneMatch = parsePrecondition(ifNoneMatch, 'If-None-Match');
-    const p = principalOf(req);
-    if (await this.services.access.checkOrCreate(p, id, 'manage', 'write resources over REST')) {
-      await this.services.audit.changed(p, 'conversation.created', id, req.id ?? '-');
-    }
-    const { resource, created } = await this.services.resources.put(
-      id,
+    const { resource, created } = await this.services.resources.putAs(principalOf(req), {
+      conversationId: id,
       name,
       json,
-      CLIENT,
-      p.subject,
-      match,
-      noneMatch,
-    );
+      ...(match ? { match } : {}),
+      ...(noneMatch ? { noneMatch } : {}),
+      requestId: req.id ?? '-',
+    });
     this.setStatus(created ? 201 : 200);
     this.setHeader('ETag', etag(resource.version));
     return resource;
@@ -230,21 +226,7 @@ export class ResourcesController extends Controller {
     @Header('If-Match') ifMatch?: EntityTags,
   ): Promise<void> {
     const match = parsePrecondition(ifMatch, 'If-Match');
-    await this.services.access.check(principalOf(req), id, 'manage', 'delete resources over REST');
-    await this.services.resources.remove(id, name, match);
+    await this.services.resources.removeAs(principalOf(req), id, name, match);
     this.setStatus(204);
-  }
-
-  /** The resource rules' refusals of data, as this endpoint's problems. */
-  private encode(data: unknown): string {
-    try {
-      return this.services.resources.encode(data);
-    } catch (err) {
-      if (err instanceof ToolError && err.code === 'resource_too_large')
-        throw new AppError('payload_too_large', err.message);
-      if (err instanceof ToolError)
-        throw new AppError('validation_failed', err.message, [{ path: 'data', message: err.message }]);
-      throw err;
-    }
   }
 }

@@ -1,6 +1,5 @@
 import type { Request as ExpressRequest } from 'express';
 import { Controller, Get, Path, Produces, Query, Request, Response, Route, Tags } from '@tsoa/runtime';
-import { getConversation } from '../core/conversations';
 import {
   buildDefinitions,
   systemPrompt,
@@ -8,7 +7,6 @@ import {
   type PromptOptions,
   type ToolDefinitions,
 } from '../core/llm-definitions';
-import { listPermissions } from '../core/permissions';
 import { principalOf } from '../http/authenticate';
 import { AppError, type Problem } from '../http/problem';
 import type { Services } from '../services';
@@ -118,13 +116,10 @@ export class ToolsController extends Controller {
     @Query() limit?: number,
     @Query() conversationId?: Id,
   ): Promise<ToolDefinitions> {
-    if (conversationId !== undefined) {
-      await this.services.access.check(principalOf(req), conversationId, 'negotiate', 'use this conversation');
-    }
     const policy =
       conversationId === undefined
         ? undefined
-        : (await getConversation(this.services.stores.conversations, conversationId)).policy;
+        : await this.services.conversations.policy(principalOf(req), conversationId);
     // An agent key's ceiling: what it can never run is not offered (as MCP tools/list does).
     const maxLevel = req.principal?.maxLevel;
     return buildDefinitions(this.services.catalog.snapshot().set, format, { query, limit, policy, maxLevel });
@@ -153,16 +148,13 @@ export class ToolsController extends Controller {
     const { set } = this.services.catalog.snapshot();
     const options: PromptOptions = {};
     if (conversationId !== undefined) {
-      await this.services.access.check(principalOf(req), conversationId, 'negotiate', 'use this conversation');
-      const { conversations, permissions: levels } = this.services.stores;
-      const conversation = await getConversation(conversations, conversationId);
-      const permissions = await listPermissions(
-        levels,
+      const context = await this.services.conversations.promptContext(
+        principalOf(req),
         conversationId,
         set.tools.map((t) => t.name),
       );
-      options.policy = conversation.policy;
-      options.levels = Object.fromEntries(permissions.tools.map((p) => [p.tool, p.level]));
+      options.policy = context.policy;
+      options.levels = context.levels;
     }
     const text = systemPrompt(set, options);
     // tsoa's generated handler would JSON-encode a returned string (res.json):

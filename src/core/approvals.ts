@@ -11,6 +11,8 @@ import { randomBytes } from 'node:crypto';
 import { argsDigest } from './canonical-json';
 import { AppError, conversationNotFound } from './errors';
 import { type ApprovalRef, fail, type NegotiationResult } from './negotiation';
+import type { AuditService } from './audit';
+import type { PermissionService } from './permissions';
 import type {
   Approval,
   ApprovalKind,
@@ -18,10 +20,10 @@ import type {
   ApprovalScope,
   ApprovalStatus,
   ApprovalStore,
-  Decision,
   DecisionOutcome,
   LevelChange,
   Transaction,
+  UnitsOfWork,
 } from './ports';
 import { type Principal, actorOf, checkConversationAccess, forbidden } from './principal';
 import type { Level, ToolLogger } from './tool-interface';
@@ -47,6 +49,14 @@ export type RetryVerdict =
   /** An approval for the conversation: the call is decided by the tool's level, as any other. */
   | { byLevel: true };
 
+/** What approving changes besides the approval: the level (one home), in a transaction, audited. */
+export interface ApprovalServiceDeps {
+  levels: PermissionService;
+  units: UnitsOfWork;
+  /** Without it nothing is audited. */
+  audit?: AuditService;
+}
+
 export interface ApprovalServiceOptions {
   /** Pending requests lapse after this (APPROVAL_TTL_SECONDS). */
   ttlSeconds: number;
@@ -66,6 +76,7 @@ export class ApprovalService {
     private readonly store: ApprovalStore,
     private readonly owners: { owner(id: string): Promise<string | null | undefined> },
     private readonly opts: ApprovalServiceOptions,
+    private readonly deps: ApprovalServiceDeps,
   ) {}
 
   /** Records (or reuses this principal's) request for a refused call and returns what the refusal carries. */
@@ -162,8 +173,20 @@ export class ApprovalService {
         : fail('approval_used', `Approval ${a.id} was already used; it covered one run`);
   }
 
+  /**
+   * An agent's retry of an approved `once` upgrade: the approval is used and
+   * the level set (history row and audit entry by the approver) in one
+   * transaction; undefined when another retry took it or it lapsed.
+   */
   claimUpgrade(a: Approval, level: Level): Promise<LevelChange | undefined> {
-    return this.store.claimUpgrade(a.id, a.conversationId, a.tool, level, a.decidedBy ?? 'approval');
+    return this.inTransaction(async (tx) => {
+      if (!(await this.store.claim(a.id, tx))) return undefined;
+      const set = await this.deps.levels.setLevel(
+        { conversationId: a.conversationId, tool: a.tool, level, by: a.decidedBy ?? 'approval', requestId: '-' },
+        tx,
+      );
+      return { tool: set.tool, level: set.level, previousLevel: set.previousLevel };
+    });
   }
 
   async list(p: Principal, conversationId: string, status?: ApprovalStatus): Promise<Approval[]> {
@@ -192,28 +215,91 @@ export class ApprovalService {
     return a;
   }
 
+  /**
+   * Approves a pending request: `once` lets its retry run once; for the
+   * conversation, the tool's level is set in the same transaction (a call's
+   * raised, never lowered; an upgrade's set), optionally until
+   * `expiresInSeconds`. Its `approval.decided` entry is committed before this resolves.
+   */
   async approve(
     p: Principal,
     conversationId: string,
     approvalId: string,
     body: { scope: ApprovalScope; expiresInSeconds?: number },
+    requestId: string,
   ): Promise<Approval> {
     await this.checkManage(p, conversationId, 'approve');
     const by = actorOf(p);
-    const decision: Decision =
-      body.scope === 'once'
-        ? { scope: 'once', by, expiresInSeconds: body.expiresInSeconds ?? this.opts.ttlSeconds }
-        : {
-            scope: 'conversation',
-            by,
-            ...(body.expiresInSeconds !== undefined ? { expiresInSeconds: body.expiresInSeconds } : {}),
-          };
-    return decided(await this.store.approve(conversationId, approvalId, decision), approvalId);
+    const outcome = await this.inTransaction(async (tx): Promise<DecisionOutcome> => {
+      const a = await this.store.lockPending(conversationId, approvalId, tx);
+      if (typeof a === 'string') return a;
+      if (body.scope === 'once') {
+        return this.store.approve(
+          a.id,
+          { scope: 'once', by, expiresInSeconds: body.expiresInSeconds ?? this.opts.ttlSeconds },
+          tx,
+        );
+      }
+      const until = body.expiresInSeconds === undefined ? null : new Date(Date.now() + body.expiresInSeconds * 1000);
+      await this.deps.levels.setLevel(
+        {
+          conversationId: a.conversationId,
+          tool: a.tool,
+          level: a.requiredLevel,
+          by,
+          // The change's entry is the approval's consequence, not a request of its own.
+          requestId: '-',
+          raiseOnly: a.kind === 'call',
+          ...(until ? { expiresAt: until } : {}),
+          decides: a.id,
+        },
+        tx,
+      );
+      return this.store.approve(a.id, { scope: 'conversation', by, until }, tx);
+    });
+    const approval = decided(outcome, approvalId);
+    await this.audited(p, approval, `approved:${body.scope}`, requestId);
+    return approval;
   }
 
-  async reject(p: Principal, conversationId: string, approvalId: string, reason?: string): Promise<Approval> {
+  async reject(
+    p: Principal,
+    conversationId: string,
+    approvalId: string,
+    reason: string | undefined,
+    requestId: string,
+  ): Promise<Approval> {
     await this.checkManage(p, conversationId, 'reject');
-    return decided(await this.store.reject(conversationId, approvalId, actorOf(p), reason ?? null), approvalId);
+    const approval = decided(
+      await this.store.reject(conversationId, approvalId, actorOf(p), reason ?? null),
+      approvalId,
+    );
+    await this.audited(p, approval, 'rejected', requestId);
+    return approval;
+  }
+
+  /** The decision's audit entry (committed before the answer). */
+  private async audited(p: Principal, a: Approval, outcome: string, requestId: string): Promise<void> {
+    await this.deps.audit?.changed(p, 'approval.decided', a.conversationId, requestId, {
+      approvalId: a.id,
+      tool: a.tool,
+      action: a.action,
+      argsDigest: a.argsDigest,
+      outcome,
+    });
+  }
+
+  /** `work` in a transaction of its own: committed when it resolves, rolled back when it throws. */
+  private async inTransaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
+    const unit = this.deps.units.start();
+    try {
+      const out = await work(await unit.transaction());
+      await unit.commit();
+      return out;
+    } catch (err) {
+      await unit.rollback();
+      throw err;
+    }
   }
 
   /** Agents see the conversation but never manage approvals (403); others who may not see it get 404. */
@@ -239,8 +325,10 @@ export class ApprovalService {
     if (this.sweeping) return;
     this.sweeping = true;
     try {
-      const done = await this.store.sweep();
-      if (done.reverted > 0) this.opts.logger.info(done, 'approvals: time-limited grants ended');
+      // Grants first: a level returning and a request lapsing are independent, as they were in one statement each.
+      const reverted = await this.deps.levels.endDueGrants();
+      const expired = await this.store.sweep();
+      if (reverted > 0) this.opts.logger.info({ expired, reverted }, 'approvals: time-limited grants ended');
     } catch (err) {
       // The database may be down for a moment: the next tick tries again, and the decision honours expiries meanwhile.
       this.opts.logger.warn({ err }, 'approvals: sweep failed');

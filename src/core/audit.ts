@@ -141,6 +141,15 @@ export class AuditService {
     return this.record(event, { conversationId, actor: actorOf(p), requestId, outcome: 'success', ...extra });
   }
 
+  /**
+   * Writes what this replica queued so far: called before a change whose
+   * entry goes with its transaction, so that an entry queued before it is
+   * never sealed after it (as `record` without a transaction does).
+   */
+  flushQueued(): Promise<void> {
+    return this.store.flush();
+  }
+
   /** See AuditStore.ahead. */
   ahead(unit: UnitOfWork, event: AuditEvent, fields: AuditFields): boolean {
     return this.store.ahead(unit, { ...fields, event, at: this.now() });

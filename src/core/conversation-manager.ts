@@ -8,12 +8,12 @@
 import { checkInSandbox, runAction, type ExecutionDeps } from './action-execution';
 import type { ApprovalService } from './approvals';
 import type { AuditService, NegotiationAudit, NegotiationTrail } from './audit';
-import { RESERVED_CONVERSATION_ID, reservedIdError, conversationNotFound } from './errors';
+import { RESERVED_CONVERSATION_ID, conversationNotFound, reservedIdError } from './errors';
 import type { OutcomeKeeper } from './idempotency';
 import { fail, type NegotiateRequest, type NegotiationResult, type Routing } from './negotiation';
-import { LEVEL_NAMES, effectiveLevel, isLevel } from './permissions';
+import { LEVEL_NAMES, type PermissionService, effectiveLevel, isLevel } from './permissions';
 import { deniedBy } from './policy';
-import type { ConversationStore, DecisionStore, NegotiationObserver, PermissionStore } from './ports';
+import type { ConversationStore, DecisionStore, NegotiationObserver } from './ports';
 import { type Principal, actorOf, canCreate, checkConversationAccess } from './principal';
 import { parseSpecialAction } from './special-actions';
 import type { CatalogSnapshot, RoutedAction, ToolCatalog, ToolView } from './tool-catalog';
@@ -25,7 +25,8 @@ export type { NegotiateRequest, NegotiationResult, Routing } from './negotiation
 export interface ConversationManagerDeps extends ExecutionDeps {
   catalog: ToolCatalog;
   decisions: DecisionStore;
-  permissions: PermissionStore;
+  /** Where a level is set (negotiate's `upgrade:`), with its history, settling and audit entry. */
+  levels: PermissionService;
   conversations: ConversationStore;
   approvals: ApprovalService;
   /** Without it nothing is audited (tools' own tests, benches of the bare path). */
@@ -168,24 +169,15 @@ export class ConversationManager {
       return { success: true, alignment: 'aligned' };
     }
     // The owner check is made inside the change's own transaction (no separate round trip, no gap).
-    const { conversationCreated, ...change } = await this.deps.permissions.setLevel(
+    const set = await this.deps.levels.setLevel({
       conversationId,
       tool,
       level,
-      actorOf(p),
-      { createOwner: p.subject, ...(p.role === 'admin' ? {} : { requiredOwner: p.subject }) },
-    );
-    if (conversationCreated) await this.createdBy(trail, conversationId);
-    if (trail) {
-      await this.deps.audit?.record('permission.changed', {
-        conversationId,
-        actor: trail.actor,
-        requestId: trail.requestId,
-        tool,
-        action: `level-${change.previousLevel}-to-${change.level}`,
-        outcome: 'success',
-      });
-    }
+      by: actorOf(p),
+      requestId: trail?.requestId ?? '-',
+      principal: p,
+    });
+    const change = { tool: set.tool, level: set.level, previousLevel: set.previousLevel };
     return { success: true, output: change, alignment: 'aligned' };
   }
 

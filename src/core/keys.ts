@@ -6,6 +6,7 @@
  */
 import { hash, randomBytes } from 'node:crypto';
 import { ConversationAccess } from './access';
+import { type AuditService, SYSTEM_CHAIN } from './audit';
 import { AppError, conversationNotFound } from './errors';
 import type { KeyStore, StoredKey } from './ports';
 import { type Principal, actorOf, forbidden } from './principal';
@@ -69,11 +70,17 @@ export class KeyService {
   constructor(
     private readonly keys: KeyStore,
     private readonly access: ConversationAccess,
+    /** Each key's creation and revocation is audited (`key.created`, `key.revoked`); without it, not. */
+    private readonly audit?: AuditService,
     private readonly now: () => number = Date.now,
   ) {}
 
   /** `POST /keys`: an admin mints an admin or user key. */
-  async mint(p: Principal, input: KeyInput & { role: 'admin' | 'user'; subject: string }): Promise<CreatedKey> {
+  async mint(
+    p: Principal,
+    input: KeyInput & { role: 'admin' | 'user'; subject: string },
+    requestId = '-',
+  ): Promise<CreatedKey> {
     if (p.role !== 'admin') throw forbidden(p, 'mint keys (only admins may)');
     if (!SUBJECT_RE.test(input.subject)) {
       throw new AppError('validation_failed', `subject: ${SUBJECT_RULE}`, [{ path: 'subject', message: SUBJECT_RULE }]);
@@ -83,7 +90,7 @@ export class KeyService {
       const message = `subject "${BUILT_IN_ADMIN_SUBJECT}" is the built-in admin's; choose another for a user`;
       throw new AppError('validation_failed', `subject: ${message}`, [{ path: 'subject', message }]);
     }
-    return this.insert({
+    const key = await this.insert({
       role: input.role,
       subject: input.subject,
       conversationId: null,
@@ -92,14 +99,22 @@ export class KeyService {
       expiresAt: checkExpiry(input.expiresAt, this.now()),
       createdBy: actorOf(p),
     });
+    // Admin and user keys belong to no conversation: their events are the system chain's.
+    await this.audit?.changed(p, 'key.created', SYSTEM_CHAIN, requestId, { action: key.id });
+    return key;
   }
 
   /** `POST /conversations/{id}/agent-keys`: its owner or an admin mints a key for an agent in it. */
-  async mintAgent(p: Principal, conversationId: string, input: KeyInput & { maxLevel?: Level }): Promise<CreatedKey> {
+  async mintAgent(
+    p: Principal,
+    conversationId: string,
+    input: KeyInput & { maxLevel?: Level },
+    requestId = '-',
+  ): Promise<CreatedKey> {
     await this.access.check(p, conversationId, 'manage', 'mint agent keys');
     const owner = await this.access.ownerOf(conversationId);
     if (owner === undefined) throw conversationNotFound(conversationId);
-    return this.insert({
+    const key = await this.insert({
       role: 'agent',
       // An agent acts for the conversation's owner (an admin's subject for an ownerless one).
       subject: owner ?? p.subject,
@@ -109,6 +124,8 @@ export class KeyService {
       expiresAt: checkExpiry(input.expiresAt, this.now()),
       createdBy: actorOf(p),
     });
+    await this.audit?.changed(p, 'key.created', conversationId, requestId, { action: key.id });
+    return key;
   }
 
   /** `GET /keys`: admins see every key; users the agent keys of their conversations. */
@@ -119,9 +136,10 @@ export class KeyService {
 
   /**
    * `DELETE /keys/{id}`: a key the caller may not manage is, to it, a key
-   * that does not exist. Returns the token hash of the key it revoked now.
+   * that does not exist. Returns the token hash of the key it revoked now
+   * (audited as `key.revoked`, in its conversation's chain or the system's).
    */
-  async revoke(p: Principal, id: string): Promise<string | undefined> {
+  async revoke(p: Principal, id: string, requestId = '-'): Promise<string | undefined> {
     if (p.role === 'agent') throw forbidden(p, 'revoke keys');
     const key = await this.keys.get(id);
     const manages =
@@ -130,7 +148,11 @@ export class KeyService {
         (key.role === 'agent' && key.conversationOwner !== null && key.conversationOwner === p.subject));
     if (!key || !manages) throw new AppError('not_found', `Key not found: ${id.slice(0, 64)}`);
     if (key.revokedAt !== null) return undefined; // revoking twice is still "refused from then on"
-    return this.keys.revoke(id);
+    const hash = await this.keys.revoke(id);
+    if (hash !== undefined) {
+      await this.audit?.changed(p, 'key.revoked', key.conversationId ?? SYSTEM_CHAIN, requestId, { action: id });
+    }
+    return hash;
   }
 
   private async insert(key: Omit<StoredKey, 'id' | 'createdAt' | 'revokedAt'>): Promise<CreatedKey> {

@@ -4,8 +4,11 @@
  * conditional writes of If-Match / If-None-Match (a list of versions), and
  * what each refusal says. Statements run through the ResourceStore port.
  */
+import type { ConversationAccess } from './access';
+import type { AuditService } from './audit';
 import { AppError, conversationNotFound } from './errors';
 import type { ConversationStore, ListResourcesOptions, ResourceStore } from './ports';
+import type { Principal } from './principal';
 import { ID_RULE, isValidId } from './resource-names';
 import { ToolError, type Resource } from './tool-interface';
 
@@ -29,12 +32,60 @@ export function assertResourceName(name: unknown): asserts name is string {
   }
 }
 
+/** The author of a resource written over REST. */
+const CLIENT = 'client';
+
+/** A client's write over REST (PUT …/resources/{name}). */
+export interface ClientWrite {
+  conversationId: string;
+  name: string;
+  /** The data's JSON text (encode()). */
+  json: string;
+  /** If-Match, If-None-Match. */
+  match?: Precondition;
+  noneMatch?: Precondition;
+  /** The request's X-Request-Id (the audit entry of a conversation created on first use). */
+  requestId: string;
+}
+
 export class ResourceService {
   constructor(
     readonly store: ResourceStore,
     private readonly conversations: ConversationStore,
     readonly maxBytes: number,
+    /** Who may read and write over REST (the `…As` methods), and their audit. */
+    private readonly rest: { access: ConversationAccess; audit?: AuditService },
   ) {}
+
+  /** GET …/resources: a page for `p` (not_found when the conversation does not exist). */
+  async listAs(p: Principal, conversationId: string, opts: ListResourcesOptions): Promise<Resource[]> {
+    await this.rest.access.check(p, conversationId, 'read-resources', 'read resources');
+    return this.listOrNotFound(conversationId, opts);
+  }
+
+  /** GET …/resources/{name} for `p`. */
+  async getAs(p: Principal, conversationId: string, name: string): Promise<Resource> {
+    await this.rest.access.check(p, conversationId, 'read-resources', 'read resources');
+    return this.get(conversationId, name);
+  }
+
+  /**
+   * PUT …/resources/{name} for `p`, as `client`: a user's conversation is
+   * created on first use (audited as `conversation.created`), then put().
+   */
+  async putAs(p: Principal, w: ClientWrite): Promise<{ resource: Resource; created: boolean }> {
+    const created = await this.rest.access.checkOrCreate(p, w.conversationId, 'manage', 'write resources over REST');
+    if (created) {
+      await this.rest.audit?.changed(p, 'conversation.created', w.conversationId, w.requestId);
+    }
+    return this.put(w.conversationId, w.name, w.json, CLIENT, p.subject, w.match, w.noneMatch);
+  }
+
+  /** DELETE …/resources/{name} for `p`. */
+  async removeAs(p: Principal, conversationId: string, name: string, match?: Precondition): Promise<void> {
+    await this.rest.access.check(p, conversationId, 'manage', 'delete resources over REST');
+    return this.remove(conversationId, name, match);
+  }
 
   /** The data's JSON text for storage; a ToolError when it is missing or over the size limit. */
   encode(data: unknown): string {

@@ -2,8 +2,10 @@
  * The ApprovalStore port in SQL. Each change is decided by the database:
  * the partial unique index on pending rows makes concurrent refusals of one
  * principal's call meet in one row; a conditional UPDATE … WHERE status = 'approved'
- * lets exactly one retry consume a `once` approval; the sweep takes due rows
- * FOR UPDATE SKIP LOCKED, so with several replicas each row is applied once.
+ * lets exactly one retry consume a `once` approval; the sweep takes lapsed
+ * rows FOR UPDATE SKIP LOCKED, so with several replicas each row is expired
+ * once. An approval for the conversation sets the level through
+ * PermissionService.setLevel, in the transaction of lockPending and approve.
  */
 import type { Pool } from 'pg';
 import { newApprovalId } from '../core/approvals';
@@ -15,9 +17,8 @@ import type {
   Decision,
   DecisionOutcome,
   SettledCall,
+  Transaction,
 } from '../core/ports';
-import { effectiveLevel } from '../core/permissions';
-import type { LevelChange, Transaction } from '../core/ports';
 import type { Level } from '../core/tool-interface';
 import { clientOf, translateError, translated, type Queryable } from './sql';
 import { LazyTransaction } from './unit-of-work';
@@ -94,55 +95,6 @@ const SATISFY_CALL = `
   WHERE conversation_id = $1 AND kind = 'call' AND tool = $2 AND action = $3 AND requested_by = $4 AND args_digest = $5
     AND status = 'pending' AND expires_at > now()`;
 
-/**
- * A level change settles what it makes unnecessary: every principal's
- * pending request (a call, or an agent's upgrade) of that tool asking for at
- * most the new level becomes `satisfied`, decided by whoever set the level.
- * Run in the change's own transaction, by every path that sets a level (by
- * hand: src/db/permission-store.ts; by an approval: below). $5: an approval
- * this change decides otherwise (an approval for the conversation), or null.
- * A lapsed request is left to expire. Lowering a level settles nothing a
- * refusal could have recorded (it asked for more than the level it saw).
- * SKIP LOCKED: a request locked now is being decided by someone else (an
- * approval that locked it and waits for this conversation's lock, which this
- * change holds); waiting for it would deadlock, and that decision ends it.
- */
-export const SETTLE_BY_LEVEL = `
-  UPDATE approvals
-  SET status = 'satisfied', decided_by = $4::text, decided_at = now(),
-      reason = format('The tool''s level was set to %s by %s', $3::int, $4::text)
-  WHERE id IN (
-    SELECT id FROM approvals
-    WHERE conversation_id = $1 AND tool = $2 AND status = 'pending' AND required_level <= $3::int
-      AND expires_at > now() AND id IS DISTINCT FROM $5::text
-    FOR UPDATE SKIP LOCKED)`;
-
-/** Ends due grants: the level returns to what it was (no explicit level: the row goes), with a history row by `expiry`. */
-const SWEEP_GRANTS = `
-  WITH due AS (
-    SELECT p.conversation_id, p.tool, p.level, p.revert_to, c.legacy_level
-    FROM tool_permissions p JOIN conversations c ON c.id = p.conversation_id
-    WHERE p.expires_at <= now()
-    ORDER BY p.expires_at
-    LIMIT 200
-    FOR UPDATE OF p SKIP LOCKED
-  ), reverted AS (
-    UPDATE tool_permissions p SET level = d.revert_to, expires_at = NULL, revert_to = NULL, upgraded_at = now()
-    FROM due d WHERE p.conversation_id = d.conversation_id AND p.tool = d.tool AND d.revert_to IS NOT NULL
-  ), removed AS (
-    DELETE FROM tool_permissions p USING due d
-    WHERE p.conversation_id = d.conversation_id AND p.tool = d.tool AND d.revert_to IS NULL
-  ), history AS (
-    INSERT INTO permission_history (conversation_id, tool, from_level, to_level, actor, at)
-    SELECT conversation_id, tool, level, COALESCE(revert_to, legacy_level, 1), 'expiry', now() FROM due
-    RETURNING conversation_id, tool, from_level, to_level
-  )
-  -- Each change's audit entry, in the same statement (sealed into the chain like any other).
-  INSERT INTO audit_pending (at, conversation_id, actor, event, tool, action, outcome, request_id)
-  SELECT now(), conversation_id, 'expiry', 'permission.changed', tool,
-         'level-' || from_level || '-to-' || to_level, 'success', 'expiry'
-  FROM history`;
-
 const SWEEP_REQUESTS = `
   UPDATE approvals SET status = 'expired'
   WHERE id IN (
@@ -200,34 +152,34 @@ export class SqlApprovalStore implements ApprovalStore {
     return res.rows.map(toApproval);
   }
 
-  approve(conversationId: string, id: string, d: Decision): Promise<DecisionOutcome> {
-    return this.inTransaction(async (c) => {
-      const a = await this.lockPending(c, conversationId, id);
-      if (typeof a === 'string') return a;
-      if (d.scope === 'once') {
-        return this.decide(
-          c,
-          id,
-          `status = 'approved', scope = 'once', decided_by = $2, decided_at = now(),
+  lockPending(conversationId: string, id: string, tx: Transaction): Promise<Approval | 'not_found' | 'not_pending'> {
+    return translated(this.pendingRow(clientOf(tx), conversationId, id));
+  }
+
+  approve(id: string, d: Decision, tx: Transaction): Promise<Approval> {
+    const c = clientOf(tx);
+    return translated(
+      d.scope === 'once'
+        ? this.decide(
+            c,
+            id,
+            `status = 'approved', scope = 'once', decided_by = $2, decided_at = now(),
           expires_at = now() + make_interval(secs => $3)`,
-          [d.by, d.expiresInSeconds],
-        );
-      }
-      // A call's approval raises the level (never lowers it); an upgrade's sets the level it asked for.
-      const grantEnds = await this.grant(c, a, d);
-      return this.decide(
-        c,
-        id,
-        `status = 'approved', scope = 'conversation', decided_by = $2, decided_at = now(),
+            [d.by, d.expiresInSeconds],
+          )
+        : this.decide(
+            c,
+            id,
+            `status = 'approved', scope = 'conversation', decided_by = $2, decided_at = now(),
           expires_at = $3`,
-        [d.by, grantEnds],
-      );
-    });
+            [d.by, d.until],
+          ),
+    );
   }
 
   reject(conversationId: string, id: string, by: string, reason: string | null): Promise<DecisionOutcome> {
     return this.inTransaction(async (c) => {
-      const a = await this.lockPending(c, conversationId, id);
+      const a = await this.pendingRow(c, conversationId, id);
       if (typeof a === 'string') return a;
       return this.decide(c, id, `status = 'rejected', decided_by = $2, decided_at = now(), reason = $3`, [by, reason]);
     });
@@ -244,19 +196,6 @@ export class SqlApprovalStore implements ApprovalStore {
     return res.rowCount === 1;
   }
 
-  claimUpgrade(
-    id: string,
-    conversationId: string,
-    tool: string,
-    level: Level,
-    actor: string,
-  ): Promise<LevelChange | undefined> {
-    return this.inTransaction(async (c) => {
-      if (!(await this.claim(id, c as unknown as Transaction))) return undefined;
-      return setLevel(c, conversationId, tool, level, actor, undefined);
-    });
-  }
-
   async satisfy(call: SettledCall): Promise<number> {
     const res = await translated(
       this.pool.query(SATISFY_CALL, [call.conversationId, call.tool, call.action, call.requestedBy, call.argsDigest]),
@@ -264,13 +203,12 @@ export class SqlApprovalStore implements ApprovalStore {
     return res.rowCount ?? 0;
   }
 
-  async sweep(): Promise<{ expired: number; reverted: number }> {
-    const grants = await translated(this.pool.query(SWEEP_GRANTS));
+  async sweep(): Promise<number> {
     const requests = await translated(this.pool.query(SWEEP_REQUESTS));
-    return { expired: requests.rowCount ?? 0, reverted: grants.rowCount ?? 0 };
+    return requests.rowCount ?? 0;
   }
 
-  private async lockPending(
+  private async pendingRow(
     c: Queryable,
     conversationId: string,
     id: string,
@@ -292,17 +230,6 @@ export class SqlApprovalStore implements ApprovalStore {
     return toApproval(res.rows[0]!);
   }
 
-  /** The level change of a `conversation` approval; the grant's end (null: none). */
-  private async grant(c: Queryable, a: Approval, d: Decision): Promise<Date | null> {
-    const until = d.expiresInSeconds === undefined ? null : new Date(Date.now() + d.expiresInSeconds * 1000);
-    await setLevel(c, a.conversationId, a.tool, a.requiredLevel, d.by, {
-      raiseOnly: a.kind === 'call',
-      ...(until ? { until } : {}),
-      decided: a.id,
-    });
-    return until;
-  }
-
   /** `work` in a transaction of its own: committed when it resolves, rolled back when it throws. */
   private async inTransaction<T>(work: (c: Queryable) => Promise<T>): Promise<T> {
     const unit = new LazyTransaction(this.pool);
@@ -315,62 +242,6 @@ export class SqlApprovalStore implements ApprovalStore {
       throw translateError(err);
     }
   }
-}
-
-/**
- * Sets the tool's level with its history row, the conversation locked as
- * PermissionStore.setLevel does. `grant.until`: the level holds until then,
- * and returns to the level before the grant (an active grant's own
- * "before" is kept, so stacked grants end where the first began).
- * `grant.raiseOnly`: a level at or above the target is left alone.
- * The change settles the pending requests it makes unnecessary
- * (SETTLE_BY_LEVEL), except `grant.decided`, the approval that made it.
- */
-async function setLevel(
-  c: Queryable,
-  conversationId: string,
-  tool: string,
-  level: Level,
-  actor: string,
-  grant: { until?: Date; raiseOnly: boolean; decided?: string } | undefined,
-): Promise<LevelChange> {
-  const conv = await c.query<{ legacy_level: number | null }>(
-    'SELECT legacy_level FROM conversations WHERE id = $1 FOR UPDATE',
-    [conversationId],
-  );
-  if (!conv.rows[0]) throw new Error(`Conversation ${conversationId} vanished while its approval was decided`);
-  const cur = await c.query<{ level: number; expires_at: Date | null; revert_to: number | null }>(
-    'SELECT level, expires_at, revert_to FROM tool_permissions WHERE conversation_id = $1 AND tool = $2 FOR UPDATE',
-    [conversationId, tool],
-  );
-  const row = cur.rows[0];
-  const lapsed = row?.expires_at != null && row.expires_at.getTime() <= Date.now();
-  // The explicit level as the decision sees it, and the one a grant would return to.
-  const explicitNow = row ? (lapsed ? row.revert_to : row.level) : null;
-  const beforeGrant = row && row.expires_at != null && !lapsed ? row.revert_to : explicitNow;
-  const previousLevel = effectiveLevel(explicitNow, conv.rows[0].legacy_level).level;
-  if (grant?.raiseOnly && previousLevel >= level) return { tool, level: previousLevel, previousLevel };
-  await c.query(
-    `INSERT INTO tool_permissions (conversation_id, tool, level, upgraded_at, expires_at, revert_to)
-     VALUES ($1, $2, $3, now(), $4, $5)
-     ON CONFLICT (conversation_id, tool) DO UPDATE
-       SET level = $3, upgraded_at = now(), expires_at = $4, revert_to = $5`,
-    [conversationId, tool, level, grant?.until ?? null, grant?.until ? beforeGrant : null],
-  );
-  await c.query(
-    `INSERT INTO permission_history (conversation_id, tool, from_level, to_level, actor, at)
-     VALUES ($1, $2, $3, $4, $5, now())`,
-    [conversationId, tool, previousLevel, level, actor],
-  );
-  // The change's audit entry commits with it (the approval's decision has an entry of its own).
-  await c.query(
-    `INSERT INTO audit_pending (at, conversation_id, actor, event, tool, action, outcome, request_id)
-     VALUES (now(), $1, $2, 'permission.changed', $3, $4, 'success', '-')`,
-    [conversationId, actor, tool, `level-${previousLevel}-to-${level}`],
-  );
-  await c.query('UPDATE conversations SET updated_at = now() WHERE id = $1', [conversationId]);
-  await c.query(SETTLE_BY_LEVEL, [conversationId, tool, level, actor, grant?.decided ?? null]);
-  return { tool, level, previousLevel };
 }
 
 /**

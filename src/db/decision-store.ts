@@ -8,7 +8,7 @@ import { toResource, type ResourceRow } from './resource-store';
 import { prepared, type Queryable } from './sql';
 
 // A level granted until a time (an approval's, API.md Approvals) is not honoured past it, even before
-// the sweep (src/db/approval-store.ts) has put the previous level back: no round trip of its own.
+// the sweep (PermissionService.endDueGrants) has put the previous level back: no round trip of its own.
 const LEVEL = 'CASE WHEN p.expires_at <= now() THEN p.revert_to ELSE p.level END AS level';
 
 /**

@@ -10,7 +10,8 @@ import type { Metrics } from '../observability/metrics';
 import { allowedMethods, shadowingTails } from './allowed-methods';
 import { UnstorableInputError } from './input-checks';
 import { type OpenApiDocument, ParameterErrors } from './parameter-errors';
-import { AppError, type FieldError, type ProblemCode, problemOf } from './problem';
+import { AppError, type FieldError, type ProblemCode, problemOf, toolErrorProblem } from './problem';
+import { ToolError } from '../core/tool-interface';
 
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,128}$/;
 
@@ -184,6 +185,10 @@ export function errorHandler(logger: Logger, spec: OpenApiDocument = {}): ErrorR
       return res.status(400).json({ success: false, code: 'invalid_args', error: `Invalid args: ${err.message}` });
     }
     if (err instanceof AppError) return sendProblem(res, err.code, err.message, err.errors);
+    if (err instanceof ToolError) {
+      const problem = toolErrorProblem(err);
+      return sendProblem(res, problem.code, problem.message, problem.errors);
+    }
     if (err instanceof ValidateError) {
       const route = (req.route as { path?: unknown } | undefined)?.path;
       const errors = parameterErrors.fieldErrors(err, req.method, typeof route === 'string' ? route : undefined);

@@ -3,6 +3,8 @@
  * HTTP statuses and RFC 9457 problem+json bodies.
  */
 import { AppError, type ErrorCode, type FieldError } from '../core/errors';
+import type { ToolError } from '../core/tool-interface';
+import { NEGOTIATION_STATUS } from './negotiate-status';
 
 export { AppError, type FieldError } from '../core/errors';
 
@@ -65,6 +67,20 @@ export function problemOf(code: ProblemCode, detail: string, errors?: FieldError
     ...(errors ? { errors } : {}),
     ...(requestId ? { requestId } : {}),
   };
+}
+
+/**
+ * A tool error (the resource rules' refusals: too large, invalid) that
+ * reaches a REST endpoint, as the problem with the status negotiate answers
+ * for that code (NEGOTIATION_STATUS): one table decides both. An
+ * `invalid_args` message names its field first (`data: Required`).
+ */
+export function toolErrorProblem(err: ToolError): AppError {
+  const status = NEGOTIATION_STATUS[err.code];
+  const code = (Object.keys(PROBLEM_STATUS) as ProblemCode[]).find((c) => PROBLEM_STATUS[c] === status) ?? 'internal';
+  if (code !== 'validation_failed') return new AppError(code, err.message);
+  const field = /^([^\s:]+): /.exec(err.message)?.[1];
+  return new AppError(code, err.message, field !== undefined ? [{ path: field, message: err.message }] : undefined);
 }
 
 /** One field's validation failure: `path: message` as the detail, and the field in `errors`. */

@@ -1,6 +1,5 @@
 /** The approvals port and its records (src/core/approvals.ts uses it; src/db/approval-store.ts implements it). */
 import type { Level } from '../tool-interface';
-import type { LevelChange } from './stores';
 import type { Transaction } from './units';
 
 export type ApprovalKind = 'call' | 'upgrade';
@@ -52,9 +51,9 @@ export type ApprovalRequest = Pick<
   | 'requestedBy'
 >;
 
+/** An approval as the store records it; for `conversation`, `until` is the grant's end (null: none). */
 export type Decision =
-  | { scope: 'once'; by: string; expiresInSeconds: number }
-  | { scope: 'conversation'; by: string; expiresInSeconds?: number };
+  { scope: 'once'; by: string; expiresInSeconds: number } | { scope: 'conversation'; by: string; until: Date | null };
 
 /** What the database decides about an approval it was asked to change. */
 export type DecisionOutcome = Approval | 'not_found' | 'not_pending';
@@ -72,21 +71,15 @@ export interface ApprovalStore {
   get(conversationId: string, id: string): Promise<Approval | undefined>;
   /** Newest first; undefined when the conversation does not exist. */
   list(conversationId: string, status: ApprovalStatus | undefined, limit: number): Promise<Approval[] | undefined>;
-  /** Approves a pending, unexpired request; `conversation` also sets the level (history row by `by`) in the same transaction. */
-  approve(conversationId: string, id: string, d: Decision): Promise<DecisionOutcome>;
+  /** Locks the request in `tx` (until it ends): the approval when it is pending and unexpired. */
+  lockPending(conversationId: string, id: string, tx: Transaction): Promise<DecisionOutcome>;
+  /** Approves the request lockPending returned, in the same `tx` (an approval for the conversation sets the level in it too). */
+  approve(id: string, d: Decision, tx: Transaction): Promise<Approval>;
   reject(conversationId: string, id: string, by: string, reason: string | null): Promise<DecisionOutcome>;
   /** Marks an approved `once` approval used inside `tx` (rolled back with it); false when another retry took it or it lapsed. */
   claim(id: string, tx: Transaction): Promise<boolean>;
-  /** The same for an agent's `upgrade:`: the approval used and the level set (history row by `actor`) in one transaction. */
-  claimUpgrade(
-    id: string,
-    conversationId: string,
-    tool: string,
-    level: Level,
-    actor: string,
-  ): Promise<LevelChange | undefined>;
   /** Marks that principal's pending request for that call `satisfied` (the call ran without it); how many. */
   satisfy(call: SettledCall): Promise<number>;
-  /** Expires lapsed requests and ends due grants (history row by `expiry`); safe on every replica at once. */
-  sweep(): Promise<{ expired: number; reverted: number }>;
+  /** Expires lapsed requests (how many); safe on every replica at once. */
+  sweep(): Promise<number>;
 }

@@ -117,21 +117,51 @@ export interface StoredLevels {
   explicit: Array<{ tool: string; level: number; upgradedAt: Date }>;
 }
 
+/**
+ * One level change as the store applies it, inside the caller's transaction
+ * (PermissionService.setLevel is its one caller). `set`: the tool's level
+ * becomes `level`, with its history row by `actor`; the pending approval
+ * requests it makes unnecessary are settled (`satisfied`, by `actor`),
+ * except `settleExcept`. `expire`: a time-limited grant that is due ends,
+ * the level returning to what it was before it (history row by `expiry`).
+ */
+export type StoredLevelSetting =
+  | {
+      kind: 'set';
+      conversationId: string;
+      tool: string;
+      level: Level;
+      actor: string;
+      /** Created on first use, owned by this subject (absent: the conversation must exist). */
+      createOwner?: string;
+      /** A conversation owned by anyone else is left alone: not_found. */
+      requiredOwner?: string;
+      /** A grant: the level holds until then, then returns to the level before the grant. */
+      until?: Date;
+      /** A level at or above `level` is left alone (nothing written). */
+      raiseOnly?: boolean;
+      /** The approval this change decides (not settled as `satisfied`). */
+      settleExcept?: string;
+    }
+  | { kind: 'expire'; conversationId: string; tool: string };
+
+export interface StoredLevelChange {
+  change: LevelChange;
+  /** false: nothing was written (raiseOnly found the level high enough). */
+  changed: boolean;
+  conversationCreated: boolean;
+}
+
 export interface PermissionStore {
   /**
-   * Sets the tool's level and appends the history row in one transaction,
-   * creating the conversation on first use (owned by `as.createOwner`);
-   * concurrent changes of one conversation apply one after the other. With
-   * `as.requiredOwner`, a conversation owned by anyone else is left alone
-   * and the call fails with not_found.
+   * Applies `s` in `tx`: the conversation row is locked first, so the
+   * changes of one conversation apply one after the other and each history
+   * row records the level it really replaced. undefined: an `expire` found
+   * no due grant (another replica ended it, or a level set since replaced it).
    */
-  setLevel(
-    conversationId: string,
-    tool: string,
-    level: Level,
-    actor: string,
-    as: { createOwner: string; requiredOwner?: string },
-  ): Promise<LevelChange & { conversationCreated: boolean }>;
+  setLevel(s: StoredLevelSetting, tx: Transaction): Promise<StoredLevelChange | undefined>;
+  /** Grants past their end, oldest first (read without locks: setLevel's `expire` decides). */
+  dueGrants(limit: number): Promise<Array<{ conversationId: string; tool: string }>>;
   /** undefined when the conversation does not exist. */
   levels(conversationId: string): Promise<StoredLevels | undefined>;
   /** Oldest first; undefined when the conversation does not exist. */
