@@ -855,12 +855,16 @@ export interface MemoryCore {
   registry: ToolRegistry;
 }
 
-/** The domain services as src/bootstrap.ts wires them, over the stores above and the bundled tools. */
+/**
+ * The domain services as src/bootstrap.ts wires them, over the stores above
+ * and the bundled tools (a registry given is loaded once and shared: the
+ * caller closes it).
+ */
 export async function memoryCore(
-  opts: { approvalTtlSeconds?: number; toolTimeoutMs?: number } = {},
+  opts: { approvalTtlSeconds?: number; toolTimeoutMs?: number; registry?: ToolRegistry } = {},
 ): Promise<MemoryCore> {
   const db = new MemoryDb();
-  const registry = new ToolRegistry({ hotReload: false, logger: silentLogger });
+  const registry = opts.registry ?? new ToolRegistry({ hotReload: false, logger: silentLogger });
   await registry.load();
   const catalog = new ToolCatalog(registry, 0.8);
   const units = new MemoryUnitsOfWork(db);

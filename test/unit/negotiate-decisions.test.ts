@@ -9,7 +9,8 @@
 import { AppError } from '../../src/core/errors';
 import type { NegotiateRequest, NegotiationResult } from '../../src/core/negotiation';
 import type { Principal } from '../../src/core/principal';
-import { type MemoryCore, memoryCore } from '../support/memory-stores';
+import { ToolRegistry } from '../../src/core/tool-registry';
+import { type MemoryCore, memoryCore, silentLogger } from '../support/memory-stores';
 
 const alice: Principal = { role: 'user', subject: 'alice' };
 const bob: Principal = { role: 'user', subject: 'bob' };
@@ -26,15 +27,15 @@ const agent = (maxLevel?: 1 | 2 | 3): Principal => ({
 const CREATE = { action: 'data-tool/create-resource', args: { name: 'notes', data: { n: 1 } } };
 const BAD_ARGS = { action: 'data-tool/create-resource', args: { name: 'bad name!' } };
 
+/** The bundled tools, loaded once; every test gets fresh stores and services over them. */
+const registry = new ToolRegistry({ hotReload: false, logger: silentLogger });
 let core: MemoryCore;
 
 beforeEach(async () => {
-  core = await memoryCore();
+  core = await memoryCore({ registry });
 });
 
-afterEach(async () => {
-  await core.registry.close();
-});
+afterAll(() => registry.close());
 
 function negotiate(p: Principal, req: NegotiateRequest, conversationId = 'c1'): Promise<NegotiationResult> {
   return core.manager.negotiate(p, conversationId, req, { meta: { requestId: 'req-1' } });
