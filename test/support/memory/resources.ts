@@ -1,0 +1,108 @@
+/** The ResourceStore port in memory (src/db/resource-store.ts): each method one statement. */
+import { conversationNotFound } from '../../../src/core/errors';
+import type { ListResourcesOptions, ResourceStore, Transaction, VersionCondition } from '../../../src/core/ports';
+import type { Resource } from '../../../src/core/tool-interface';
+import { type MemoryDb, key } from './db';
+
+export class MemoryResourceStore implements ResourceStore {
+  constructor(private readonly db: MemoryDb) {}
+
+  get(conversationId: string, name: string, tx?: Transaction): Promise<Resource | undefined> {
+    return Promise.resolve(this.db.statement(tx, () => this.db.resources.get(key(conversationId, name))));
+  }
+
+  getForUpdate(conversationId: string, name: string, tx: Transaction): Promise<Resource | undefined> {
+    return this.get(conversationId, name, tx);
+  }
+
+  create(
+    conversationId: string,
+    name: string,
+    json: string,
+    by: string,
+    tx?: Transaction,
+  ): Promise<Resource | undefined> {
+    return Promise.resolve(
+      this.db.statement(tx, () => {
+        if (!this.db.conversations.has(conversationId)) throw conversationNotFound(conversationId);
+        if (this.db.resources.has(key(conversationId, name))) return undefined;
+        const now = this.db.now();
+        const r: Resource = {
+          name,
+          data: JSON.parse(json),
+          createdBy: by,
+          updatedBy: by,
+          createdAt: now,
+          updatedAt: now,
+          version: 1,
+        };
+        this.db.put(this.db.resources, key(conversationId, name), r, tx);
+        return r;
+      }),
+    );
+  }
+
+  update(
+    conversationId: string,
+    name: string,
+    json: string,
+    by: string,
+    versions?: VersionCondition,
+    tx?: Transaction,
+  ): Promise<Resource | undefined> {
+    return Promise.resolve(
+      this.db.statement(tx, () => {
+        const r = this.db.resources.get(key(conversationId, name));
+        if (!r || !allowed(r.version, versions)) return undefined;
+        const next = { ...r, data: JSON.parse(json), updatedBy: by, updatedAt: this.db.now(), version: r.version + 1 };
+        this.db.put(this.db.resources, key(conversationId, name), next, tx);
+        return next;
+      }),
+    );
+  }
+
+  async upsert(
+    conversationId: string,
+    name: string,
+    json: string,
+    by: string,
+    notIn?: number[],
+  ): Promise<{ resource: Resource; created: boolean } | undefined> {
+    const created = await this.create(conversationId, name, json, by);
+    if (created) return { resource: created, created: true };
+    const updated = await this.update(conversationId, name, json, by, notIn ? { notIn } : undefined);
+    return updated && { resource: updated, created: false };
+  }
+
+  delete(conversationId: string, name: string, expectedVersions?: number[], tx?: Transaction): Promise<boolean> {
+    return Promise.resolve(
+      this.db.statement(tx, () => {
+        const r = this.db.resources.get(key(conversationId, name));
+        if (!r || !allowed(r.version, expectedVersions ? { in: expectedVersions } : undefined)) return false;
+        this.db.put(this.db.resources, key(conversationId, name), undefined, tx);
+        return true;
+      }),
+    );
+  }
+
+  list(conversationId: string, opts: ListResourcesOptions, tx?: Transaction): Promise<Resource[]> {
+    return Promise.resolve(
+      this.db.statement(tx, () =>
+        [...this.db.resources.entries()]
+          .filter(([k]) => k.startsWith(conversationId + '\u0000'))
+          .map(([, r]) => r)
+          .filter((r) => opts.prefix === undefined || r.name.startsWith(opts.prefix))
+          .filter((r) => opts.createdBy === undefined || r.createdBy === opts.createdBy)
+          .filter((r) => opts.after === undefined || Buffer.compare(Buffer.from(r.name), Buffer.from(opts.after)) > 0)
+          .sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name)))
+          .slice(0, opts.limit ?? 100),
+      ),
+    );
+  }
+}
+
+function allowed(version: number, v: VersionCondition | undefined): boolean {
+  if (!v) return true;
+  if (v.in && !v.in.includes(version)) return false;
+  return !(v.notIn && v.notIn.includes(version));
+}
