@@ -73,6 +73,13 @@ describe('negotiate decides in order', () => {
     await notFound(negotiate(bob, CREATE));
     await notFound(negotiate({ ...agent(), conversationId: 'c2' }, CREATE));
     expect(await negotiate(alice, CREATE)).toMatchObject({ code: 'denied', alignment: 'contradiction' });
+    // Nothing was decided in a conversation the caller may not see: no entry of its own.
+    await core.auditStore.flush();
+    expect(core.db.pendingAudit.map((e) => `${e.actor} ${e.outcome}`)).toEqual([
+      'user:alice success', // conversation.created
+      'user:alice success', // list-tools
+      'user:alice denied',
+    ]);
   });
 
   it('applies the policy before the agent key’s ceiling', async () => {
