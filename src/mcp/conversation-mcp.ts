@@ -33,14 +33,14 @@
  */
 import { createMcpHandler, type AuthInfo, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
-import { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
+import { Router, type Request, type Response } from 'express';
 import { ID_RULE, isValidId } from '../core/resource-names';
 import { AppError, isUnavailable, RESERVED_CONVERSATION_ID } from '../core/errors';
 import { forbidden, type Principal, principalKey } from '../core/principal';
 import type { NegotiationResult } from '../core/negotiation';
 import type { ToolSetChangeCause } from '../core/tool-registry';
 import { refusesHead } from '../http/allowed-methods';
-import { bearerTokenOf, principalOf } from '../http/authenticate';
+import { principalOf } from '../http/authenticate';
 import {
   errorHandler as httpErrorHandler,
   noteNegotiation,
@@ -56,9 +56,11 @@ import {
   SERVER_VERSION,
 } from './conversation-server';
 import { createMcpEventBus, type McpEventBus } from './event-bus';
-import { serveLegacyStream } from './legacy-stream';
+import { METADATA_PATH, protectedResourceMetadata } from './protected-resource-metadata';
+import { invalidParams, messageId, rpcError } from './json-rpc-errors';
 import { type FastToolCall, fastToolCall, toolCallResponse } from './mcp-fast-path';
 import { StreamLimits } from './stream-limits';
+import { type StreamServing, serveStream } from './stream-serving';
 import { mcpToolNames } from './tool-definitions';
 
 export const MCP_PATH = '/conversations/:conversationId/mcp';
@@ -70,7 +72,6 @@ export const MCP_PATH = '/conversations/:conversationId/mcp';
  * is a 405 naming these.
  */
 export const MCP_METHODS = ['GET', 'POST'] as const;
-export const METADATA_PATH = '/.well-known/oauth-protected-resource/conversations/:conversationId/mcp';
 
 export interface McpRouterOptions {
   /** Open notification streams (listen + 2025 GET) of this replica at most; beyond it 503. Default 1000. */
@@ -119,41 +120,8 @@ const LEGACY_SSE_HEADERS = {
   connection: 'keep-alive',
   'x-accel-buffering': 'no',
 };
-/** How often an open stream's credentials are checked again (revocation is refused within 5 s). */
-const STREAM_RECHECK_MS = 2000;
 // Proxies commonly drop a connection idle for 30 to 60 s; a comment every 15 s keeps listen streams open.
 const DEFAULT_KEEP_ALIVE_MS = 15_000;
-
-/** A JSON-RPC error response without id, as the SDK answers transport-level errors. */
-function rpcError(
-  res: Response,
-  status: number,
-  code: number,
-  message: string,
-  id: string | number | null = null,
-): void {
-  res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id });
-}
-
-function messageId(body: unknown): string | number | null {
-  const id = (body as { id?: unknown } | undefined)?.id;
-  return typeof id === 'string' || typeof id === 'number' ? id : null;
-}
-
-/** What is wrong with the params of a request this endpoint serves, as far as their types go. */
-function invalidParams(message: { method?: unknown; params?: unknown } | undefined): string | undefined {
-  const params = message?.params as Record<string, unknown> | undefined;
-  switch (message?.method) {
-    case 'resources/read':
-      return typeof params?.uri === 'string' ? undefined : 'resources/read needs params.uri, a string';
-    case 'resources/list':
-      return params?.cursor === undefined || typeof params.cursor === 'string'
-        ? undefined
-        : 'resources/list: params.cursor must be a string';
-    default:
-      return undefined;
-  }
-}
 
 export function mcpRouter(services: Services, options: McpRouterOptions = {}): McpRouter {
   const log = services.logger.child({ component: 'mcp' });
@@ -190,6 +158,7 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     maxRequestBodySize: services.config.bodyLimit,
     onerror: (err) => log.error({ err }, 'MCP handler failed'),
   });
+  const streams: StreamServing = { services, limits, bus, keepAliveMs, log, node };
   let closed = false;
 
   /** Auth info as the SDK passes it through to handlers (the caller in `extra`). */
@@ -295,53 +264,7 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     const streaming = req.method === 'GET' || (req.method === 'POST' && message?.method === 'subscriptions/listen');
     if (!streaming) return node(req, res, req.body);
 
-    const refusal = limits.refusal(principal);
-    if (refusal === 'full') return sendProblem(res, 'unavailable', 'Too many open MCP streams; retry later');
-    if (refusal === 'principal-full') {
-      return sendProblem(
-        res,
-        'rate_limited',
-        `This principal holds ${limits.perPrincipal} open MCP notification streams (MCP_MAX_STREAMS_PER_PRINCIPAL); close one before opening another`,
-      );
-    }
-    if (refusal === 'owner-full') {
-      return sendProblem(
-        res,
-        'rate_limited',
-        `The keys of this conversation's owner hold ${limits.perOwner} open MCP notification streams together (MCP_MAX_STREAMS_PER_OWNER); close one before opening another`,
-      );
-    }
-    // A stream outlives the request that opened it: its credentials are checked again while it is open,
-    // so a revoked or expired key (or one whose conversation was deleted) loses it within the 5 s bound.
-    const token = bearerTokenOf(req);
-    const recheck = setInterval(() => {
-      if (token === undefined) return;
-      services.authenticator.authenticate(token).then(
-        (still) => {
-          if (still === undefined) {
-            // Ours (GET) ends as limits end it; a listen stream is the SDK's: its connection is closed.
-            if (req.method === 'GET') res.end();
-            else res.destroy();
-          }
-        },
-        () => undefined, // the database unreachable: decided at the next check
-      );
-    }, STREAM_RECHECK_MS);
-    recheck.unref();
-    res.once('close', () => clearInterval(recheck));
-    if (req.method === 'GET') {
-      res.once(
-        'close',
-        limits.hold(principal, () => res.end()),
-      );
-      return serveLegacyStream(req, res, bus, keepAliveMs, log);
-    }
-    // A listen stream is the SDK's to end (handler.close() answers it with its graceful completion first).
-    res.once(
-      'close',
-      limits.hold(principal, () => undefined),
-    );
-    return node(req, res, req.body);
+    return serveStream(streams, req, res, principal);
   }
 
   const router = Router() as McpRouter;
@@ -359,23 +282,7 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
       else res.end();
     });
   };
-  // RFC 9728: where a client that got our 401 learns how to authenticate here. Public (no token).
-  router.get(METADATA_PATH, (req, res) => {
-    const conversationId = req.params.conversationId;
-    if (!isValidId(conversationId)) {
-      return sendProblem(res, 'validation_failed', `conversationId ${ID_RULE}`, [
-        { path: 'conversationId', message: ID_RULE },
-      ]);
-    }
-    const base = `${req.protocol}://${req.get('host') ?? 'localhost'}`;
-    const jwt = services.config.jwt;
-    res.json({
-      resource: `${base}/conversations/${encodeURIComponent(conversationId)}/mcp`,
-      ...(jwt ? { authorization_servers: [jwt.issuer] } : {}),
-      bearer_methods_supported: ['header'],
-      resource_name: `Tool gateway MCP server of conversation ${conversationId}`,
-    });
-  });
+  router.get(METADATA_PATH, protectedResourceMetadata(services));
   router.post(MCP_PATH, endpoint);
   // GET opens a stream: HEAD is refused (endpoint), and Allow (OPTIONS, 405s) says GET, POST.
   router.get(
@@ -402,36 +309,6 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
   set.add(router);
   return router;
 }
-
-/**
- * A body express could not take (the app parses JSON before routing): the
- * JSON-RPC error a Streamable HTTP client understands, instead of the REST
- * endpoints' problem+json. Bodies of other media types are not parsed by
- * express at all; the SDK answers those with 415. Mount it on the app at
- * MCP_PATH, after the router: express skips routers while an error is pending.
- */
-export const mcpBodyErrors: ErrorRequestHandler = (err: unknown, _req, res, next) => {
-  if (res.headersSent) return next(err);
-  const type = (err as { type?: unknown }).type;
-  if (type === 'entity.parse.failed')
-    return rpcError(res, 400, -32700, 'Parse error: the request body is not valid JSON');
-  if (type === 'entity.too.large') return rpcError(res, 413, -32600, 'Invalid Request: the request body is too large');
-  if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
-    return rpcError(res, 415, -32000, 'Unsupported Media Type: the body must be UTF-8 JSON');
-  }
-  // Not valid UTF-8, or a Content-Encoding that does not decode: not JSON either. (An aborted body has
-  // nobody to answer: the app's handler drops it.)
-  const status = (err as { status?: unknown }).status;
-  const unreadable = typeof status === 'number' && status >= 400 && status < 500 && typeof type === 'string';
-  if (type === 'encoding.invalid' || (unreadable && type !== 'request.aborted')) {
-    return rpcError(res, 400, -32700, 'Parse error: the request body could not be read as UTF-8 JSON');
-  }
-  if (err instanceof AppError && err.code === 'validation_failed') {
-    // checkJsonBody: what the database cannot store (NUL, lone surrogates, __proto__ keys, deep nesting).
-    return rpcError(res, 400, -32602, `Invalid params: ${err.message}`);
-  }
-  return next(err);
-};
 
 /**
  * Closes the MCP endpoints of the app built with these services: open
