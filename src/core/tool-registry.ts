@@ -21,14 +21,7 @@ import { watch, type FSWatcher } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import type { ToolLogger } from './tool-interface';
 import { evictModuleCache, findModuleFiles, isMissingDir } from './tool-module-files';
-import {
-  SkipModule,
-  byName,
-  errorMessage,
-  loadToolModule,
-  type LoadedAction,
-  type LoadedTool,
-} from './tool-module';
+import { SkipModule, byName, errorMessage, loadToolModule, type LoadedAction, type LoadedTool } from './tool-module';
 import type { ToolHost } from './tool-sandbox/host';
 import { loadIsolatedTool } from './tool-sandbox/isolated-tool';
 
