@@ -109,7 +109,7 @@ export class ConversationManager {
     entry: RoutedAction,
     how: { confidence: number; explicit: boolean },
   ): Promise<NegotiationResult> {
-    const { p, conversationId, req } = call;
+    const { p, req } = call;
     const action = entry.loaded;
     const routing: Routing = {
       tool: action.tool,
@@ -143,6 +143,21 @@ export class ConversationManager {
       });
     }
     const decided: Decided = { alignment, routing };
+    return this.approveAndRun(call, action, { args: parsed.value, ctx, decided });
+  }
+
+  /**
+   * A call its policy, the key's ceiling and its args let through: run under
+   * an approval, refused as needing one, or run at the tool's level.
+   */
+  private async approveAndRun(
+    call: NegotiationCall,
+    action: LoadedAction,
+    decision: { args: Record<string, unknown>; ctx: DecisionContext; decided: Decided },
+  ): Promise<NegotiationResult> {
+    const { conversationId, req } = call;
+    const { args, ctx, decided } = decision;
+    const { alignment, routing } = decided;
     const current = effectiveLevel(ctx.explicitLevel, ctx.legacyLevel).level;
     // A retry under an approval (API.md, Approvals): checked here, consumed in the action's transaction.
     const retry = await this.retryClaim(call, action, decided);
@@ -152,14 +167,13 @@ export class ConversationManager {
     // An isolated tool's schema is applied in its worker: asked there before a request is recorded (and on
     // a dry run); a call that runs has it applied by the run itself.
     if (action.checkArgs && (needsApproval || req.dryRun)) {
-      const problem = await checkInSandbox(this.deps, action, parsed.value, decided);
+      const problem = await checkInSandbox(this.deps, action, args, decided);
       if (problem) return problem;
     }
     if (needsApproval) return this.approvalRequired(call, action, current, decided);
     if (req.dryRun) return { success: true, alignment, routing };
     const deps = claim ? { ...this.deps, claim } : this.deps;
     const { keeper, trail } = call;
-    const args = parsed.value;
     const result = await runAction(deps, {
       conversationId,
       action,
