@@ -36,8 +36,7 @@ import { toNodeHandler } from '@modelcontextprotocol/node';
 import { Router, type Request, type Response } from 'express';
 import { ID_RULE, isValidId } from '../core/resource-names';
 import { AppError, isUnavailable, RESERVED_CONVERSATION_ID } from '../core/errors';
-import { forbidden, type Principal, principalKey } from '../core/principal';
-import type { NegotiationResult } from '../core/negotiation';
+import { principalKey } from '../core/principal';
 import type { ToolSetChangeCause } from '../core/tool-registry';
 import { refusesHead } from '../http/allowed-methods';
 import { principalOf } from '../http/authenticate';
@@ -48,17 +47,12 @@ import {
   sendProblem,
 } from '../http/middleware';
 import type { Services } from '../services';
-import {
-  callTool,
-  type ConversationCaller,
-  createConversationServer,
-  SERVER_NAME,
-  SERVER_VERSION,
-} from './conversation-server';
+import { createConversationServer } from './conversation-server';
 import { createMcpEventBus, type McpEventBus } from './event-bus';
 import { METADATA_PATH, protectedResourceMetadata } from './protected-resource-metadata';
+import { type McpCaller, serveFast } from './fast-path-serving';
 import { invalidParams, messageId, rpcError } from './json-rpc-errors';
-import { type FastToolCall, fastToolCall, toolCallResponse } from './mcp-fast-path';
+import { fastToolCall } from './mcp-fast-path';
 import { StreamLimits } from './stream-limits';
 import { type StreamServing, serveStream } from './stream-serving';
 import { mcpToolNames } from './tool-definitions';
@@ -91,17 +85,6 @@ export interface McpRouter extends Router {
   readonly bus: McpEventBus;
 }
 
-/** What the factory needs of the HTTP request; travels as the SDK's pass-through authInfo. */
-interface McpCaller extends ConversationCaller {
-  /** A tools/call's outcome, for the request's log line (tool, action, outcome). */
-  onNegotiated: (result: NegotiationResult) => void;
-}
-
-/** negotiate's answers that the endpoint gives as it gives its own access check's: problem+json. */
-function isAccessRefusal(err: unknown): err is Error {
-  return (err instanceof AppError && (err.code === 'not_found' || err.code === 'forbidden')) || isUnavailable(err);
-}
-
 /** `_meta.approvalId` absent or an id: the tools/call handler then goes to negotiate, which decides access. */
 function reachesNegotiate(params: Record<string, unknown> | undefined): boolean {
   const id = (params?._meta as Record<string, unknown> | undefined)?.approvalId;
@@ -112,16 +95,82 @@ function reachesNegotiate(params: Record<string, unknown> | undefined): boolean 
 const routers = new WeakMap<Services, Set<McpRouter>>();
 
 const DEFAULT_MAX_STREAMS = 1000;
-const SERVER_INFO = { name: SERVER_NAME, version: SERVER_VERSION };
-/** The SDK's legacy transport's SSE response headers. */
-const LEGACY_SSE_HEADERS = {
-  'content-type': 'text/event-stream',
-  'cache-control': 'no-cache, no-transform',
-  connection: 'keep-alive',
-  'x-accel-buffering': 'no',
-};
 // Proxies commonly drop a connection idle for 30 to 60 s; a comment every 15 s keeps listen streams open.
 const DEFAULT_KEEP_ALIVE_MS = 15_000;
+
+/** What serving one request needs of the router that took it (made once per router). */
+interface McpServing {
+  services: Services;
+  /** The SDK's serving entry. */
+  node: StreamServing['node'];
+  streams: StreamServing;
+  /** The router was closed (shutting down): nothing new is served. */
+  isClosed: () => boolean;
+}
+
+/** Auth info as the SDK passes it through to handlers (the caller in `extra`). */
+function authInfoOf(caller: McpCaller): AuthInfo {
+  return {
+    token: '',
+    clientId: principalKey(caller.principal),
+    scopes: [],
+    extra: caller as unknown as Record<string, unknown>,
+  };
+}
+
+async function handle(serving: McpServing, req: Request, res: Response): Promise<void> {
+  const { services, node, streams, isClosed } = serving;
+  const conversationId = req.params.conversationId;
+  if (!isValidId(conversationId)) {
+    return sendProblem(res, 'validation_failed', `conversationId ${ID_RULE}`, [
+      { path: 'conversationId', message: ID_RULE },
+    ]);
+  }
+  // Batches were removed in 2025-06-18 (the oldest version served) and are not part of 2026-07-28; the
+  // SDK's legacy transport would still run up to 100 calls of one, all on one request's rate-limit token.
+  if (Array.isArray(req.body)) {
+    return rpcError(
+      res,
+      400,
+      -32600,
+      'Invalid Request: JSON-RPC batches are not supported; send one message per request',
+    );
+  }
+  // The conversation's agent keys, its owner and admins; anyone else learns nothing of it.
+  const principal = principalOf(req);
+  const message = req.body as { jsonrpc?: unknown; method?: unknown; params?: Record<string, unknown> } | undefined;
+  // A tools/call of a listed tool (2026-07-28, or 2025 without an envelope): the fast path, where negotiate
+  // decides access too.
+  if (!isClosed() && conversationId !== RESERVED_CONVERSATION_ID && reachesNegotiate(message?.params)) {
+    const call = fastToolCall(req, mcpToolNames(services.catalog.snapshot().set));
+    if (call) return serveFast(services, req, res, { principal, conversationId, call });
+  }
+  // Only a JSON-RPC request creates the conversation on first use (as negotiate does); a stream or a
+  // body the SDK will refuse only checks access.
+  const creates = req.method === 'POST' && message?.jsonrpc === '2.0' && typeof message.method === 'string';
+  if (!creates) {
+    await services.access.check(principal, conversationId, 'negotiate', 'use the MCP endpoint');
+  } else if (await services.access.checkOrCreate(principal, conversationId, 'negotiate', 'use the MCP endpoint')) {
+    await services.audit.changed(principal, 'conversation.created', conversationId, req.id ?? '-');
+  }
+  if (isClosed()) return rpcError(res, 503, -32000, 'The server is shutting down');
+  const caller: McpCaller = {
+    principal,
+    conversationId,
+    requestId: req.id ?? '-',
+    onNegotiated: (result) => noteNegotiation(req, result),
+  };
+  (req as { auth?: AuthInfo }).auth = authInfoOf(caller);
+
+  // The SDK answers a spec method whose params fail its schema with -32603 (an internal error):
+  // the params this endpoint reads are checked here first, answered -32602 as the spec has it.
+  const paramsIssue = req.method === 'POST' ? invalidParams(message) : undefined;
+  if (paramsIssue) return rpcError(res, 200, -32602, `Invalid params: ${paramsIssue}`, messageId(req.body));
+  const streaming = req.method === 'GET' || (req.method === 'POST' && message?.method === 'subscriptions/listen');
+  if (!streaming) return node(req, res, req.body);
+
+  return serveStream(streams, req, res, principal);
+}
 
 export function mcpRouter(services: Services, options: McpRouterOptions = {}): McpRouter {
   const log = services.logger.child({ component: 'mcp' });
@@ -160,119 +209,14 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
   });
   const streams: StreamServing = { services, limits, bus, keepAliveMs, log, node };
   let closed = false;
-
-  /** Auth info as the SDK passes it through to handlers (the caller in `extra`). */
-  function authInfoOf(caller: McpCaller): AuthInfo {
-    return {
-      token: '',
-      clientId: principalKey(caller.principal),
-      scopes: [],
-      extra: caller as unknown as Record<string, unknown>,
-    };
-  }
-
-  /** A tools/call on the fast path (mcp-fast-path.ts): negotiate decides access, its refusal is answered here. */
-  async function serveFast(
-    req: Request,
-    res: Response,
-    principal: Principal,
-    conversationId: string,
-    call: FastToolCall,
-  ): Promise<void> {
-    let refusal: Error | undefined;
-    const caller: McpCaller = {
-      principal,
-      conversationId,
-      requestId: req.id ?? '-',
-      onNegotiated: (result) => noteNegotiation(req, result),
-      refuse: (err) => {
-        if (!isAccessRefusal(err)) return false;
-        refusal = err;
-        return true;
-      },
-    };
-    let outcome: Parameters<typeof toolCallResponse>[1];
-    try {
-      outcome = { result: await callTool(services, caller, call.params) };
-    } catch (error) {
-      outcome = { error };
-    }
-    if (refusal !== undefined) {
-      // As the endpoint's own check words it (negotiate's says "may not negotiate").
-      throw refusal instanceof AppError && refusal.code === 'forbidden'
-        ? forbidden(principal, 'use the MCP endpoint')
-        : refusal;
-    }
-    const message = JSON.stringify(toolCallResponse(call, outcome, SERVER_INFO));
-    if (call.era === 'modern') {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(message) });
-      return void res.end(message);
-    }
-    // As the SDK's legacy transport answers a request: one message event on an SSE stream, then its end.
-    const body = `event: message\ndata: ${message}\n\n`;
-    res.writeHead(200, { ...LEGACY_SSE_HEADERS, 'content-length': Buffer.byteLength(body) });
-    res.end(body);
-  }
-
-  async function handle(req: Request, res: Response): Promise<void> {
-    const conversationId = req.params.conversationId;
-    if (!isValidId(conversationId)) {
-      return sendProblem(res, 'validation_failed', `conversationId ${ID_RULE}`, [
-        { path: 'conversationId', message: ID_RULE },
-      ]);
-    }
-    // Batches were removed in 2025-06-18 (the oldest version served) and are not part of 2026-07-28; the
-    // SDK's legacy transport would still run up to 100 calls of one, all on one request's rate-limit token.
-    if (Array.isArray(req.body)) {
-      return rpcError(
-        res,
-        400,
-        -32600,
-        'Invalid Request: JSON-RPC batches are not supported; send one message per request',
-      );
-    }
-    // The conversation's agent keys, its owner and admins; anyone else learns nothing of it.
-    const principal = principalOf(req);
-    const message = req.body as { jsonrpc?: unknown; method?: unknown; params?: Record<string, unknown> } | undefined;
-    // A tools/call of a listed tool (2026-07-28, or 2025 without an envelope): the fast path, where negotiate
-    // decides access too.
-    if (!closed && conversationId !== RESERVED_CONVERSATION_ID && reachesNegotiate(message?.params)) {
-      const call = fastToolCall(req, mcpToolNames(services.catalog.snapshot().set));
-      if (call) return serveFast(req, res, principal, conversationId, call);
-    }
-    // Only a JSON-RPC request creates the conversation on first use (as negotiate does); a stream or a
-    // body the SDK will refuse only checks access.
-    const creates = req.method === 'POST' && message?.jsonrpc === '2.0' && typeof message.method === 'string';
-    if (!creates) {
-      await services.access.check(principal, conversationId, 'negotiate', 'use the MCP endpoint');
-    } else if (await services.access.checkOrCreate(principal, conversationId, 'negotiate', 'use the MCP endpoint')) {
-      await services.audit.changed(principal, 'conversation.created', conversationId, req.id ?? '-');
-    }
-    if (closed) return rpcError(res, 503, -32000, 'The server is shutting down');
-    const caller: McpCaller = {
-      principal,
-      conversationId,
-      requestId: req.id ?? '-',
-      onNegotiated: (result) => noteNegotiation(req, result),
-    };
-    (req as { auth?: AuthInfo }).auth = authInfoOf(caller);
-
-    // The SDK answers a spec method whose params fail its schema with -32603 (an internal error):
-    // the params this endpoint reads are checked here first, answered -32602 as the spec has it.
-    const paramsIssue = req.method === 'POST' ? invalidParams(message) : undefined;
-    if (paramsIssue) return rpcError(res, 200, -32602, `Invalid params: ${paramsIssue}`, messageId(req.body));
-    const streaming = req.method === 'GET' || (req.method === 'POST' && message?.method === 'subscriptions/listen');
-    if (!streaming) return node(req, res, req.body);
-
-    return serveStream(streams, req, res, principal);
-  }
+  const serving: McpServing = { services, node, streams, isClosed: () => closed };
 
   const router = Router() as McpRouter;
   const notAllowed = (req: Request, res: Response): void => sendMethodNotAllowed(res, req.method, MCP_METHODS);
   const endpoint = (req: Request, res: Response): void => {
     // Express hands HEAD to the GET route.
     if (req.method === 'HEAD') return notAllowed(req, res);
-    handle(req, res).catch((err: unknown) => {
+    handle(serving, req, res).catch((err: unknown) => {
       if (err instanceof AppError || isUnavailable(err)) {
         // The access decision (404/403) or the database's trouble (503): problem+json like every endpoint.
         if (!res.headersSent) return errorHandler(err, req, res, () => undefined);
