@@ -193,7 +193,7 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
   const handler: McpHttpHandler = createMcpHandler(
     (ctx) => {
       const { principal, conversationId, requestId, onNegotiated } = ctx.authInfo?.extra as unknown as McpCaller;
-      return createConversationServer(services, conversationId, principal, requestId, onNegotiated);
+      return createConversationServer(services, { conversationId, principal, requestId, onNegotiated });
     },
     {
       bus,
