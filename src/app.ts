@@ -15,7 +15,8 @@ import { failedAuthLimiter, principalRateLimit } from './http/rate-limits';
 import { errorHandler, getOnly, methodGuard, requestLogging, unmatchedRoute } from './http/middleware';
 import { setTrustProxy } from './http/trust-proxy';
 import { createExpressServer } from './http/express-server';
-import { MCP_PATH, mcpBodyErrors, mcpRouter } from './mcp/conversation-mcp';
+import { MCP_PATH, mcpRouter } from './mcp/conversation-mcp';
+import { mcpBodyErrors } from './mcp/json-rpc-errors';
 import type { Services } from './services';
 
 export const OPENAPI_PATH = join(PROJECT_ROOT, 'openapi', 'openapi.json');

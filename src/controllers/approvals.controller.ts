@@ -6,6 +6,7 @@ import type { Services } from '../services';
 import type { ApprovalList, ApprovalStatusValue, ApprovalView } from './responses';
 import type { Id } from './types';
 import { PROBLEM_JSON } from '../http/problem';
+import { approvalListExample, approvedExample, pendingApprovalExample, rejectedExample } from './examples/approvals';
 import {
   approvalConflictExample,
   conversationNotFoundExample,
@@ -13,11 +14,7 @@ import {
   unauthorizedExample,
   unsupportedMediaTypeExample,
   validationFailedExample,
-  approvalListExample,
-  approvedExample,
-  pendingApprovalExample,
-  rejectedExample,
-} from './examples';
+} from './examples/problems';
 
 export interface ApproveBody {
   /** once: that exact call may run once (the retry carries approvalId); conversation: the tool's level is raised. */

@@ -10,7 +10,7 @@ import {
   forbiddenExample,
   unauthorizedExample,
   validationFailedExample,
-} from './examples';
+} from './examples/problems';
 
 /**
  * One audit entry. `hash` = SHA-256 hex of `prevHash` + the canonical JSON

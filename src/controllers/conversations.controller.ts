@@ -25,7 +25,7 @@ import {
   unauthorizedExample,
   unsupportedMediaTypeExample,
   validationFailedExample,
-} from './examples';
+} from './examples/problems';
 
 // The rule is DENY_PATTERN_RE in src/core/policy.ts (test/http/openapi-truth.test.ts checks they agree).
 /**

@@ -3,7 +3,7 @@ import type { Problem } from '../http/problem';
 import { AppError } from '../http/problem';
 import type { Services } from '../services';
 import { PROBLEM_JSON } from '../http/problem';
-import { badUrlExample, unavailableExample } from './examples';
+import { badUrlExample, unavailableExample } from './examples/problems';
 
 export interface HealthStatus {
   status: 'ok';

@@ -20,15 +20,13 @@ import type { Services } from '../services';
 import type { ApiKey, CreatedApiKey, KeyList } from './responses';
 import type { Id, KeyId, PermissionLevel } from './types';
 import { PROBLEM_JSON } from '../http/problem';
+import { createdAgentKeyExample, createdKeyExample, keyListExample } from './examples/keys';
 import {
   conversationNotFoundExample,
   forbiddenExample,
   unauthorizedExample,
   validationFailedExample,
-  createdAgentKeyExample,
-  createdKeyExample,
-  keyListExample,
-} from './examples';
+} from './examples/problems';
 
 export interface CreateKeyBody {
   role: 'admin' | 'user';

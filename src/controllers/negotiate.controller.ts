@@ -21,26 +21,28 @@ import { negotiationStatus } from '../http/negotiate-status';
 import type { Id, IdempotencyKey, JsonObject } from './types';
 import {
   ambiguousActionExample,
-  bodyValidationFailedExample,
-  conversationNotFoundExample,
   deniedExample,
-  idempotencyInFlightExample,
-  idempotencyKeyReusedExample,
   invalidArgsExample,
   negotiatedDryRunExample,
   negotiatedExample,
   noToolExample,
-  payloadTooLargeExample,
   permissionRequiredExample,
   resourceExistsExample,
   resourceNotFoundOutcomeExample,
   resourceTooLargeExample,
   toolErrorExample,
+  unknownToolExample,
+} from './examples/negotiation';
+import {
+  bodyValidationFailedExample,
+  conversationNotFoundExample,
+  idempotencyInFlightExample,
+  idempotencyKeyReusedExample,
+  payloadTooLargeExample,
   unauthorizedExample,
   unavailableExample,
-  unknownToolExample,
   unsupportedMediaTypeExample,
-} from './examples';
+} from './examples/problems';
 
 /**
  * A status answered either as a NegotiationResult (application/json) or as a

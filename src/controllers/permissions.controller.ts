@@ -6,16 +6,14 @@ import type { Services } from '../services';
 import type { LevelChange, PermissionHistory, Permissions } from './responses';
 import type { Id, PermissionLevel, ToolName } from './types';
 import { PROBLEM_JSON } from '../http/problem';
+import { levelChangeExample, permissionHistoryExample, permissionsExample } from './examples/permissions';
 import {
   conversationNotFoundExample,
   forbiddenExample,
   unauthorizedExample,
   unsupportedMediaTypeExample,
   validationFailedExample,
-  levelChangeExample,
-  permissionHistoryExample,
-  permissionsExample,
-} from './examples';
+} from './examples/problems';
 
 export interface SetLevelBody {
   /**

@@ -31,9 +31,8 @@ import {
   unauthorizedExample,
   unsupportedMediaTypeExample,
   validationFailedExample,
-  resourceExample,
-  resourcePageExample,
-} from './examples';
+} from './examples/problems';
+import { resourceExample, resourcePageExample } from './examples/resources';
 
 export interface PutResourceBody {
   /**

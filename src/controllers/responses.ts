@@ -1,4 +1,4 @@
-// The response bodies that the controllers answer with and src/controllers/examples.ts
+// The response bodies that the controllers answer with and src/controllers/examples/
 // illustrates: declared here so the examples never import a controller (no import cycle).
 // (A line comment: tsoa reads only the first JSDoc block of a declaration.)
 import type { JsonObject, PermissionLevel, Resource } from './types';

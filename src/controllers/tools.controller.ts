@@ -18,7 +18,7 @@ import {
   notFoundExample,
   unauthorizedExample,
   validationFailedExample,
-} from './examples';
+} from './examples/problems';
 
 // Declared in full, not as Omit<ActionView, ...>: tsoa names such types
 // `Pick_ActionView.Exclude_keyof...`; the assignment checks in listTools and

@@ -8,7 +8,7 @@ import type { NegotiationTrail } from './audit';
 import { AppError, findCause, isUnavailable } from './errors';
 import type { OutcomeKeeper } from './idempotency';
 import { fail, type NegotiationResult, type Routing } from './negotiation';
-import type { Transaction, UnitsOfWork } from './ports';
+import type { Transaction, UnitOfWork, UnitsOfWork } from './ports';
 import type { ResourceService } from './resource-service';
 import { ConversationSharedContext } from './shared-context';
 import type { LoadedAction } from './tool-module';
@@ -63,28 +63,21 @@ function appErrorIn(err: unknown): AppError | undefined {
   return findCause(err, (e): e is AppError => e instanceof AppError);
 }
 
-export async function runAction(
-  deps: ExecutionDeps,
-  conversationId: string,
-  action: LoadedAction,
-  args: Record<string, unknown>,
-  decided: Decided,
-  prefetched?: { name: string; resource: Resource | null },
+/** One decided call to run: what travels together from negotiate's decision to the handler. */
+export interface ActionCall {
+  conversationId: string;
+  action: LoadedAction;
+  args: Record<string, unknown>;
+  decided: Decided;
+  prefetched?: { name: string; resource: Resource | null };
   /** With an Idempotency-Key: the unit begins (and claims the key) before the handler, and keeps the outcome. */
-  keeper?: OutcomeKeeper,
-  trail?: NegotiationTrail,
-  attempt = 1,
-): Promise<NegotiationResult> {
-  // Only a write-level action gets a unit of work: a read-level context without one refuses writes.
-  // With a key the unit begins before the handler (the key's claim is in it), whatever the level.
-  const unit = keeper
-    ? await keeper.open()
-    : action.level === 1
-      ? undefined
-      : // A declared single write commits on its own, with the call's entry; a `once` claim needs a transaction.
-        action.singleWrite && !deps.claim
-        ? deps.units.startSingle()
-        : deps.units.start();
+  keeper?: OutcomeKeeper;
+  trail?: NegotiationTrail;
+}
+
+export async function runAction(deps: ExecutionDeps, call: ActionCall, attempt = 1): Promise<NegotiationResult> {
+  const { conversationId, action, decided, prefetched, keeper, trail } = call;
+  const unit = await openUnit(deps, action, keeper);
   // A unit not yet begun carries the call's success entry in its BEGIN (a keyed call's began in open()).
   if (unit && trail) trail.ahead(unit, decided);
   if (deps.claim) {
@@ -105,6 +98,56 @@ export async function runAction(
   // Aborted on timeout: an isolated (TOOLS_DIR) action's worker is then terminated. Only isolated
   // actions (those with checkArgs) can be stopped, so only they get one: in-process ones run per request.
   const stop = action.checkArgs ? new AbortController() : undefined;
+  const running = startHandler(deps, call, sharedContext, stop);
+  try {
+    const output = await withTimeout(running, deps.toolTimeoutMs);
+    if (output === TIMED_OUT) return await answerTimeout(deps, call, { unit, running, stop });
+    // A handler that swallowed a deadlock error returns over an aborted transaction: nothing would commit.
+    if (sharedContext.conflicted) throw new Error('transaction aborted by a deadlock or serialization failure');
+    const result: NegotiationResult = { success: true, output: output ?? null, ...decided };
+    // The kept outcome and the audit entry commit with the action's writes, or none does.
+    if (keeper && unit) await keeper.keep(unit, result);
+    if (unit && trail) await trail.inUnit(unit, result);
+    await unit?.commit();
+    return result;
+  } catch (err) {
+    await unit?.rollback();
+    trail?.rolledBack();
+    // The database broke a deadlock (or a serialization conflict) by aborting this action's transaction:
+    // nothing of it committed, so the whole action runs again, in a fresh unit of work.
+    if (sharedContext.conflicted && attempt < MAX_ACTION_ATTEMPTS) {
+      return runAction(deps, call, attempt + 1);
+    }
+    return answerFailure(deps, call, err);
+  }
+}
+
+/** The call's unit of work, or none for a read-level action without a key. */
+async function openUnit(
+  deps: ExecutionDeps,
+  action: LoadedAction,
+  keeper: OutcomeKeeper | undefined,
+): Promise<UnitOfWork | undefined> {
+  // Only a write-level action gets a unit of work: a read-level context without one refuses writes.
+  // With a key the unit begins before the handler (the key's claim is in it), whatever the level.
+  return keeper
+    ? await keeper.open()
+    : action.level === 1
+      ? undefined
+      : // A declared single write commits on its own, with the call's entry; a `once` claim needs a transaction.
+        action.singleWrite && !deps.claim
+        ? deps.units.startSingle()
+        : deps.units.start();
+}
+
+/** The handler started on the call's shared context (not awaited). */
+function startHandler(
+  deps: ExecutionDeps,
+  call: ActionCall,
+  sharedContext: ConversationSharedContext,
+  stop: AbortController | undefined,
+): Promise<unknown> {
+  const { conversationId, action, args } = call;
   const running = action.run(
     args,
     {
@@ -120,53 +163,48 @@ export async function runAction(
   );
   // A handler still running after a timeout may reject later: nobody awaits it then.
   running.catch(() => undefined);
-  try {
-    const output = await withTimeout(running, deps.toolTimeoutMs);
-    if (output === TIMED_OUT) {
-      stop?.abort();
-      await unit?.abandon();
-      // A single write that committed before it could be cancelled stands: the call is answered as it ended.
-      if (action.singleWrite && unit?.begun()) {
-        const late = await withTimeout(running, SINGLE_WRITE_GRACE_MS).catch(() => TIMED_OUT);
-        if (late !== TIMED_OUT) {
-          const result: NegotiationResult = { success: true, output: late ?? null, ...decided };
-          if (trail) await trail.inUnit(unit, result);
-          return result;
-        }
-      }
-      deps.logger.error(
-        { tool: action.tool, action: action.name, conversationId, timeoutMs: deps.toolTimeoutMs },
-        'tool timed out',
-      );
-      const message = `Tool ${action.tool} did not finish ${action.name} within ${deps.toolTimeoutMs} ms`;
-      return fail('tool_error', message, decided);
+  return running;
+}
+
+/** A handler past the tool-timeout: stopped and its writes rolled back, unless a single write already committed. */
+async function answerTimeout(
+  deps: ExecutionDeps,
+  call: ActionCall,
+  run: { unit: UnitOfWork | undefined; running: Promise<unknown>; stop: AbortController | undefined },
+): Promise<NegotiationResult> {
+  const { conversationId, action, decided, trail } = call;
+  const { unit, running, stop } = run;
+  stop?.abort();
+  await unit?.abandon();
+  // A single write that committed before it could be cancelled stands: the call is answered as it ended.
+  if (action.singleWrite && unit?.begun()) {
+    const late = await withTimeout(running, SINGLE_WRITE_GRACE_MS).catch(() => TIMED_OUT);
+    if (late !== TIMED_OUT) {
+      const result: NegotiationResult = { success: true, output: late ?? null, ...decided };
+      if (trail) await trail.inUnit(unit, result);
+      return result;
     }
-    // A handler that swallowed a deadlock error returns over an aborted transaction: nothing would commit.
-    if (sharedContext.conflicted) throw new Error('transaction aborted by a deadlock or serialization failure');
-    const result: NegotiationResult = { success: true, output: output ?? null, ...decided };
-    // The kept outcome and the audit entry commit with the action's writes, or none does.
-    if (keeper && unit) await keeper.keep(unit, result);
-    if (unit && trail) await trail.inUnit(unit, result);
-    await unit?.commit();
-    return result;
-  } catch (err) {
-    await unit?.rollback();
-    trail?.rolledBack();
-    // The database broke a deadlock (or a serialization conflict) by aborting this action's transaction:
-    // nothing of it committed, so the whole action runs again, in a fresh unit of work.
-    if (sharedContext.conflicted && attempt < MAX_ACTION_ATTEMPTS) {
-      return runAction(deps, conversationId, action, args, decided, prefetched, keeper, trail, attempt + 1);
-    }
-    if (err instanceof ToolError) return fail(err.code, err.message, decided);
-    // Database trouble is the service's, not the tool's: the transport answers it (a 503), not a tool_error.
-    if (isUnavailable(err)) throw err;
-    // So is a database error src/db translated into the domain's (the conversation deleted while the
-    // action ran, say): the transport answers it as it does on REST (a 404 not_found problem).
-    const domainError = appErrorIn(err);
-    if (domainError) throw domainError;
-    deps.logger.error({ err, tool: action.tool, action: action.name, conversationId }, 'tool threw');
-    return fail('tool_error', `Tool ${action.tool} failed while running ${action.name}`, decided);
   }
+  deps.logger.error(
+    { tool: action.tool, action: action.name, conversationId, timeoutMs: deps.toolTimeoutMs },
+    'tool timed out',
+  );
+  const message = `Tool ${action.tool} did not finish ${action.name} within ${deps.toolTimeoutMs} ms`;
+  return fail('tool_error', message, decided);
+}
+
+/** What a handler's error (its unit rolled back, not retried) answers, or rethrows for the transport. */
+function answerFailure(deps: ExecutionDeps, call: ActionCall, err: unknown): NegotiationResult {
+  const { conversationId, action, decided } = call;
+  if (err instanceof ToolError) return fail(err.code, err.message, decided);
+  // Database trouble is the service's, not the tool's: the transport answers it (a 503), not a tool_error.
+  if (isUnavailable(err)) throw err;
+  // So is a database error src/db translated into the domain's (the conversation deleted while the
+  // action ran, say): the transport answers it as it does on REST (a 404 not_found problem).
+  const domainError = appErrorIn(err);
+  if (domainError) throw domainError;
+  deps.logger.error({ err, tool: action.tool, action: action.name, conversationId }, 'tool threw');
+  return fail('tool_error', `Tool ${action.tool} failed while running ${action.name}`, decided);
 }
 
 /** Runs the claim in `unit`'s transaction; on a refusal or an error the unit is rolled back. */

@@ -17,19 +17,11 @@
  * while the service's event loop keeps answering.
  */
 import { EventEmitter } from 'node:events';
-import { watch, type Dirent, type FSWatcher } from 'node:fs';
-import { readdir, stat } from 'node:fs/promises';
-import { basename, join, resolve, sep } from 'node:path';
+import { watch, type FSWatcher } from 'node:fs';
+import { basename, resolve } from 'node:path';
 import type { ToolLogger } from './tool-interface';
-import {
-  SkipModule,
-  byName,
-  errorMessage,
-  isRecord,
-  loadToolModule,
-  type LoadedAction,
-  type LoadedTool,
-} from './tool-module';
+import { evictModuleCache, findModuleFiles, isMissingDir } from './tool-module-files';
+import { SkipModule, byName, errorMessage, loadToolModule, type LoadedAction, type LoadedTool } from './tool-module';
 import type { ToolHost } from './tool-sandbox/host';
 import { loadIsolatedTool } from './tool-sandbox/isolated-tool';
 
@@ -68,73 +60,6 @@ const DEFAULT_DEBOUNCE_MS = 250;
 /** Generous: a worker loading a .ts module under tsx on a busy 2-core machine takes about a second. */
 const DEFAULT_LOAD_TIMEOUT_MS = 10_000;
 
-// ---- Finding module files -----------------------------------------------------------
-
-const MODULE_FILE = /\.(js|cjs|ts)$/;
-const INDEX_FILES = ['index.js', 'index.cjs', 'index.ts'];
-
-/** Names starting with `_` or `.` are private helpers, tests are not tools. */
-function isHidden(name: string): boolean {
-  return name.startsWith('_') || name.startsWith('.') || name === 'node_modules';
-}
-
-function isModuleFileName(name: string): boolean {
-  return MODULE_FILE.test(name) && !name.endsWith('.d.ts') && !/\.(test|spec)\./.test(name);
-}
-
-async function entryKind(dir: string, entry: Dirent): Promise<'file' | 'dir' | 'other'> {
-  if (entry.isFile()) return 'file';
-  if (entry.isDirectory()) return 'dir';
-  if (!entry.isSymbolicLink()) return 'other';
-  try {
-    const target = await stat(join(dir, entry.name));
-    return target.isFile() ? 'file' : target.isDirectory() ? 'dir' : 'other';
-  } catch {
-    return 'other'; // a dangling link is not a module
-  }
-}
-
-async function findIndex(dir: string): Promise<string | undefined> {
-  for (const name of INDEX_FILES) {
-    const file = join(dir, name);
-    const found = await stat(file).then(
-      (s) => s.isFile(),
-      () => false,
-    );
-    if (found) return file;
-  }
-  return undefined;
-}
-
-/** Module files of one directory, sorted so that load order (and duplicate resolution) is stable. */
-async function findModuleFiles(dir: string): Promise<string[]> {
-  const entries = (await readdir(dir, { withFileTypes: true })).sort(byName);
-  const files: string[] = [];
-  for (const entry of entries) {
-    if (isHidden(entry.name)) continue;
-    const kind = await entryKind(dir, entry);
-    if (kind === 'file' && isModuleFileName(entry.name)) files.push(join(dir, entry.name));
-    if (kind === 'dir') {
-      const index = await findIndex(join(dir, entry.name));
-      if (index) files.push(index);
-    }
-  }
-  return files;
-}
-
-/**
- * Forget the modules under the tool directories so that the next require()
- * reads them from disk again (plain Node caches them forever). Their
- * dependencies in node_modules and the tool interface itself stay cached, so
- * ToolError keeps one identity across reloads.
- */
-function evictModuleCache(dirs: readonly string[]): void {
-  for (const key of Object.keys(require.cache)) {
-    if (key.includes(`${sep}node_modules${sep}`)) continue;
-    if (dirs.some((dir) => key.startsWith(dir + sep))) delete require.cache[key];
-  }
-}
-
 function makeToolSet(generation: number, tools: LoadedTool[]): ToolSet {
   const sorted = Object.freeze([...tools].sort(byName));
   return Object.freeze({
@@ -143,10 +68,6 @@ function makeToolSet(generation: number, tools: LoadedTool[]): ToolSet {
     byName: new Map(sorted.map((t) => [t.name, t] as const)),
     actions: Object.freeze(sorted.flatMap((t) => t.actions)),
   });
-}
-
-function isMissingDir(err: unknown): boolean {
-  return isRecord(err) && (err.code === 'ENOENT' || err.code === 'ENOTDIR');
 }
 
 /** Why a tool set changed: this replica's own reload, or another replica's word that it changed. */

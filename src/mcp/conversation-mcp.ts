@@ -33,14 +33,13 @@
  */
 import { createMcpHandler, type AuthInfo, type McpHttpHandler } from '@modelcontextprotocol/server';
 import { toNodeHandler } from '@modelcontextprotocol/node';
-import { Router, type ErrorRequestHandler, type Request, type Response } from 'express';
+import { Router, type Request, type Response } from 'express';
 import { ID_RULE, isValidId } from '../core/resource-names';
 import { AppError, isUnavailable, RESERVED_CONVERSATION_ID } from '../core/errors';
-import { forbidden, type Principal, principalKey } from '../core/principal';
-import type { NegotiationResult } from '../core/negotiation';
+import { principalKey } from '../core/principal';
 import type { ToolSetChangeCause } from '../core/tool-registry';
 import { refusesHead } from '../http/allowed-methods';
-import { bearerTokenOf, principalOf } from '../http/authenticate';
+import { principalOf } from '../http/authenticate';
 import {
   errorHandler as httpErrorHandler,
   noteNegotiation,
@@ -48,17 +47,14 @@ import {
   sendProblem,
 } from '../http/middleware';
 import type { Services } from '../services';
-import {
-  callTool,
-  type ConversationCaller,
-  createConversationServer,
-  SERVER_NAME,
-  SERVER_VERSION,
-} from './conversation-server';
+import { createConversationServer } from './conversation-server';
 import { createMcpEventBus, type McpEventBus } from './event-bus';
-import { serveLegacyStream } from './legacy-stream';
-import { type FastToolCall, fastToolCall, toolCallResponse } from './mcp-fast-path';
+import { METADATA_PATH, protectedResourceMetadata } from './protected-resource-metadata';
+import { type McpCaller, serveFast } from './fast-path-serving';
+import { invalidParams, messageId, rpcError } from './json-rpc-errors';
+import { fastToolCall } from './mcp-fast-path';
 import { StreamLimits } from './stream-limits';
+import { type StreamServing, serveStream } from './stream-serving';
 import { mcpToolNames } from './tool-definitions';
 
 export const MCP_PATH = '/conversations/:conversationId/mcp';
@@ -70,7 +66,6 @@ export const MCP_PATH = '/conversations/:conversationId/mcp';
  * is a 405 naming these.
  */
 export const MCP_METHODS = ['GET', 'POST'] as const;
-export const METADATA_PATH = '/.well-known/oauth-protected-resource/conversations/:conversationId/mcp';
 
 export interface McpRouterOptions {
   /** Open notification streams (listen + 2025 GET) of this replica at most; beyond it 503. Default 1000. */
@@ -90,17 +85,6 @@ export interface McpRouter extends Router {
   readonly bus: McpEventBus;
 }
 
-/** What the factory needs of the HTTP request; travels as the SDK's pass-through authInfo. */
-interface McpCaller extends ConversationCaller {
-  /** A tools/call's outcome, for the request's log line (tool, action, outcome). */
-  onNegotiated: (result: NegotiationResult) => void;
-}
-
-/** negotiate's answers that the endpoint gives as it gives its own access check's: problem+json. */
-function isAccessRefusal(err: unknown): err is Error {
-  return (err instanceof AppError && (err.code === 'not_found' || err.code === 'forbidden')) || isUnavailable(err);
-}
-
 /** `_meta.approvalId` absent or an id: the tools/call handler then goes to negotiate, which decides access. */
 function reachesNegotiate(params: Record<string, unknown> | undefined): boolean {
   const id = (params?._meta as Record<string, unknown> | undefined)?.approvalId;
@@ -111,48 +95,81 @@ function reachesNegotiate(params: Record<string, unknown> | undefined): boolean 
 const routers = new WeakMap<Services, Set<McpRouter>>();
 
 const DEFAULT_MAX_STREAMS = 1000;
-const SERVER_INFO = { name: SERVER_NAME, version: SERVER_VERSION };
-/** The SDK's legacy transport's SSE response headers. */
-const LEGACY_SSE_HEADERS = {
-  'content-type': 'text/event-stream',
-  'cache-control': 'no-cache, no-transform',
-  connection: 'keep-alive',
-  'x-accel-buffering': 'no',
-};
-/** How often an open stream's credentials are checked again (revocation is refused within 5 s). */
-const STREAM_RECHECK_MS = 2000;
 // Proxies commonly drop a connection idle for 30 to 60 s; a comment every 15 s keeps listen streams open.
 const DEFAULT_KEEP_ALIVE_MS = 15_000;
 
-/** A JSON-RPC error response without id, as the SDK answers transport-level errors. */
-function rpcError(
-  res: Response,
-  status: number,
-  code: number,
-  message: string,
-  id: string | number | null = null,
-): void {
-  res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id });
+/** What serving one request needs of the router that took it (made once per router). */
+interface McpServing {
+  services: Services;
+  /** The SDK's serving entry. */
+  node: StreamServing['node'];
+  streams: StreamServing;
+  /** The router was closed (shutting down): nothing new is served. */
+  isClosed: () => boolean;
 }
 
-function messageId(body: unknown): string | number | null {
-  const id = (body as { id?: unknown } | undefined)?.id;
-  return typeof id === 'string' || typeof id === 'number' ? id : null;
+/** Auth info as the SDK passes it through to handlers (the caller in `extra`). */
+function authInfoOf(caller: McpCaller): AuthInfo {
+  return {
+    token: '',
+    clientId: principalKey(caller.principal),
+    scopes: [],
+    extra: caller as unknown as Record<string, unknown>,
+  };
 }
 
-/** What is wrong with the params of a request this endpoint serves, as far as their types go. */
-function invalidParams(message: { method?: unknown; params?: unknown } | undefined): string | undefined {
-  const params = message?.params as Record<string, unknown> | undefined;
-  switch (message?.method) {
-    case 'resources/read':
-      return typeof params?.uri === 'string' ? undefined : 'resources/read needs params.uri, a string';
-    case 'resources/list':
-      return params?.cursor === undefined || typeof params.cursor === 'string'
-        ? undefined
-        : 'resources/list: params.cursor must be a string';
-    default:
-      return undefined;
+async function handle(serving: McpServing, req: Request, res: Response): Promise<void> {
+  const { services, node, streams, isClosed } = serving;
+  const conversationId = req.params.conversationId;
+  if (!isValidId(conversationId)) {
+    return sendProblem(res, 'validation_failed', `conversationId ${ID_RULE}`, [
+      { path: 'conversationId', message: ID_RULE },
+    ]);
   }
+  // Batches were removed in 2025-06-18 (the oldest version served) and are not part of 2026-07-28; the
+  // SDK's legacy transport would still run up to 100 calls of one, all on one request's rate-limit token.
+  if (Array.isArray(req.body)) {
+    return rpcError(
+      res,
+      400,
+      -32600,
+      'Invalid Request: JSON-RPC batches are not supported; send one message per request',
+    );
+  }
+  // The conversation's agent keys, its owner and admins; anyone else learns nothing of it.
+  const principal = principalOf(req);
+  const message = req.body as { jsonrpc?: unknown; method?: unknown; params?: Record<string, unknown> } | undefined;
+  // A tools/call of a listed tool (2026-07-28, or 2025 without an envelope): the fast path, where negotiate
+  // decides access too.
+  if (!isClosed() && conversationId !== RESERVED_CONVERSATION_ID && reachesNegotiate(message?.params)) {
+    const call = fastToolCall(req, mcpToolNames(services.catalog.snapshot().set));
+    if (call) return serveFast(services, req, res, { principal, conversationId, call });
+  }
+  // Only a JSON-RPC request creates the conversation on first use (as negotiate does); a stream or a
+  // body the SDK will refuse only checks access.
+  const creates = req.method === 'POST' && message?.jsonrpc === '2.0' && typeof message.method === 'string';
+  if (!creates) {
+    await services.access.check(principal, conversationId, 'negotiate', 'use the MCP endpoint');
+  } else if (await services.access.checkOrCreate(principal, conversationId, 'negotiate', 'use the MCP endpoint')) {
+    await services.audit.changed(principal, 'conversation.created', conversationId, req.id ?? '-');
+  }
+  if (isClosed()) return rpcError(res, 503, -32000, 'The server is shutting down');
+  const caller: McpCaller = {
+    principal,
+    conversationId,
+    requestId: req.id ?? '-',
+    onNegotiated: (result) => noteNegotiation(req, result),
+  };
+  (req as { auth?: AuthInfo }).auth = authInfoOf(caller);
+
+  // The SDK answers a spec method whose params fail its schema with -32603 (an internal error):
+  // the params this endpoint reads are checked here first, answered -32602 as the spec has it.
+  const paramsIssue = req.method === 'POST' ? invalidParams(message) : undefined;
+  if (paramsIssue) return rpcError(res, 200, -32602, `Invalid params: ${paramsIssue}`, messageId(req.body));
+  const streaming = req.method === 'GET' || (req.method === 'POST' && message?.method === 'subscriptions/listen');
+  if (!streaming) return node(req, res, req.body);
+
+  return serveStream(streams, req, res, principal);
 }
 
 export function mcpRouter(services: Services, options: McpRouterOptions = {}): McpRouter {
@@ -176,7 +193,7 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
   const handler: McpHttpHandler = createMcpHandler(
     (ctx) => {
       const { principal, conversationId, requestId, onNegotiated } = ctx.authInfo?.extra as unknown as McpCaller;
-      return createConversationServer(services, conversationId, principal, requestId, onNegotiated);
+      return createConversationServer(services, { conversationId, principal, requestId, onNegotiated });
     },
     {
       bus,
@@ -190,166 +207,16 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     maxRequestBodySize: services.config.bodyLimit,
     onerror: (err) => log.error({ err }, 'MCP handler failed'),
   });
+  const streams: StreamServing = { services, limits, bus, keepAliveMs, log, node };
   let closed = false;
-
-  /** Auth info as the SDK passes it through to handlers (the caller in `extra`). */
-  function authInfoOf(caller: McpCaller): AuthInfo {
-    return {
-      token: '',
-      clientId: principalKey(caller.principal),
-      scopes: [],
-      extra: caller as unknown as Record<string, unknown>,
-    };
-  }
-
-  /** A tools/call on the fast path (mcp-fast-path.ts): negotiate decides access, its refusal is answered here. */
-  async function serveFast(
-    req: Request,
-    res: Response,
-    principal: Principal,
-    conversationId: string,
-    call: FastToolCall,
-  ): Promise<void> {
-    let refusal: Error | undefined;
-    const caller: McpCaller = {
-      principal,
-      conversationId,
-      requestId: req.id ?? '-',
-      onNegotiated: (result) => noteNegotiation(req, result),
-      refuse: (err) => {
-        if (!isAccessRefusal(err)) return false;
-        refusal = err;
-        return true;
-      },
-    };
-    let outcome: Parameters<typeof toolCallResponse>[1];
-    try {
-      outcome = { result: await callTool(services, caller, call.params) };
-    } catch (error) {
-      outcome = { error };
-    }
-    if (refusal !== undefined) {
-      // As the endpoint's own check words it (negotiate's says "may not negotiate").
-      throw refusal instanceof AppError && refusal.code === 'forbidden'
-        ? forbidden(principal, 'use the MCP endpoint')
-        : refusal;
-    }
-    const message = JSON.stringify(toolCallResponse(call, outcome, SERVER_INFO));
-    if (call.era === 'modern') {
-      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(message) });
-      return void res.end(message);
-    }
-    // As the SDK's legacy transport answers a request: one message event on an SSE stream, then its end.
-    const body = `event: message\ndata: ${message}\n\n`;
-    res.writeHead(200, { ...LEGACY_SSE_HEADERS, 'content-length': Buffer.byteLength(body) });
-    res.end(body);
-  }
-
-  async function handle(req: Request, res: Response): Promise<void> {
-    const conversationId = req.params.conversationId;
-    if (!isValidId(conversationId)) {
-      return sendProblem(res, 'validation_failed', `conversationId ${ID_RULE}`, [
-        { path: 'conversationId', message: ID_RULE },
-      ]);
-    }
-    // Batches were removed in 2025-06-18 (the oldest version served) and are not part of 2026-07-28; the
-    // SDK's legacy transport would still run up to 100 calls of one, all on one request's rate-limit token.
-    if (Array.isArray(req.body)) {
-      return rpcError(
-        res,
-        400,
-        -32600,
-        'Invalid Request: JSON-RPC batches are not supported; send one message per request',
-      );
-    }
-    // The conversation's agent keys, its owner and admins; anyone else learns nothing of it.
-    const principal = principalOf(req);
-    const message = req.body as { jsonrpc?: unknown; method?: unknown; params?: Record<string, unknown> } | undefined;
-    // A tools/call of a listed tool (2026-07-28, or 2025 without an envelope): the fast path, where negotiate
-    // decides access too.
-    if (!closed && conversationId !== RESERVED_CONVERSATION_ID && reachesNegotiate(message?.params)) {
-      const call = fastToolCall(req, mcpToolNames(services.catalog.snapshot().set));
-      if (call) return serveFast(req, res, principal, conversationId, call);
-    }
-    // Only a JSON-RPC request creates the conversation on first use (as negotiate does); a stream or a
-    // body the SDK will refuse only checks access.
-    const creates = req.method === 'POST' && message?.jsonrpc === '2.0' && typeof message.method === 'string';
-    if (!creates) {
-      await services.access.check(principal, conversationId, 'negotiate', 'use the MCP endpoint');
-    } else if (await services.access.checkOrCreate(principal, conversationId, 'negotiate', 'use the MCP endpoint')) {
-      await services.audit.changed(principal, 'conversation.created', conversationId, req.id ?? '-');
-    }
-    if (closed) return rpcError(res, 503, -32000, 'The server is shutting down');
-    const caller: McpCaller = {
-      principal,
-      conversationId,
-      requestId: req.id ?? '-',
-      onNegotiated: (result) => noteNegotiation(req, result),
-    };
-    (req as { auth?: AuthInfo }).auth = authInfoOf(caller);
-
-    // The SDK answers a spec method whose params fail its schema with -32603 (an internal error):
-    // the params this endpoint reads are checked here first, answered -32602 as the spec has it.
-    const paramsIssue = req.method === 'POST' ? invalidParams(message) : undefined;
-    if (paramsIssue) return rpcError(res, 200, -32602, `Invalid params: ${paramsIssue}`, messageId(req.body));
-    const streaming = req.method === 'GET' || (req.method === 'POST' && message?.method === 'subscriptions/listen');
-    if (!streaming) return node(req, res, req.body);
-
-    const refusal = limits.refusal(principal);
-    if (refusal === 'full') return sendProblem(res, 'unavailable', 'Too many open MCP streams; retry later');
-    if (refusal === 'principal-full') {
-      return sendProblem(
-        res,
-        'rate_limited',
-        `This principal holds ${limits.perPrincipal} open MCP notification streams (MCP_MAX_STREAMS_PER_PRINCIPAL); close one before opening another`,
-      );
-    }
-    if (refusal === 'owner-full') {
-      return sendProblem(
-        res,
-        'rate_limited',
-        `The keys of this conversation's owner hold ${limits.perOwner} open MCP notification streams together (MCP_MAX_STREAMS_PER_OWNER); close one before opening another`,
-      );
-    }
-    // A stream outlives the request that opened it: its credentials are checked again while it is open,
-    // so a revoked or expired key (or one whose conversation was deleted) loses it within the 5 s bound.
-    const token = bearerTokenOf(req);
-    const recheck = setInterval(() => {
-      if (token === undefined) return;
-      services.authenticator.authenticate(token).then(
-        (still) => {
-          if (still === undefined) {
-            // Ours (GET) ends as limits end it; a listen stream is the SDK's: its connection is closed.
-            if (req.method === 'GET') res.end();
-            else res.destroy();
-          }
-        },
-        () => undefined, // the database unreachable: decided at the next check
-      );
-    }, STREAM_RECHECK_MS);
-    recheck.unref();
-    res.once('close', () => clearInterval(recheck));
-    if (req.method === 'GET') {
-      res.once(
-        'close',
-        limits.hold(principal, () => res.end()),
-      );
-      return serveLegacyStream(req, res, bus, keepAliveMs, log);
-    }
-    // A listen stream is the SDK's to end (handler.close() answers it with its graceful completion first).
-    res.once(
-      'close',
-      limits.hold(principal, () => undefined),
-    );
-    return node(req, res, req.body);
-  }
+  const serving: McpServing = { services, node, streams, isClosed: () => closed };
 
   const router = Router() as McpRouter;
   const notAllowed = (req: Request, res: Response): void => sendMethodNotAllowed(res, req.method, MCP_METHODS);
   const endpoint = (req: Request, res: Response): void => {
     // Express hands HEAD to the GET route.
     if (req.method === 'HEAD') return notAllowed(req, res);
-    handle(req, res).catch((err: unknown) => {
+    handle(serving, req, res).catch((err: unknown) => {
       if (err instanceof AppError || isUnavailable(err)) {
         // The access decision (404/403) or the database's trouble (503): problem+json like every endpoint.
         if (!res.headersSent) return errorHandler(err, req, res, () => undefined);
@@ -359,23 +226,7 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
       else res.end();
     });
   };
-  // RFC 9728: where a client that got our 401 learns how to authenticate here. Public (no token).
-  router.get(METADATA_PATH, (req, res) => {
-    const conversationId = req.params.conversationId;
-    if (!isValidId(conversationId)) {
-      return sendProblem(res, 'validation_failed', `conversationId ${ID_RULE}`, [
-        { path: 'conversationId', message: ID_RULE },
-      ]);
-    }
-    const base = `${req.protocol}://${req.get('host') ?? 'localhost'}`;
-    const jwt = services.config.jwt;
-    res.json({
-      resource: `${base}/conversations/${encodeURIComponent(conversationId)}/mcp`,
-      ...(jwt ? { authorization_servers: [jwt.issuer] } : {}),
-      bearer_methods_supported: ['header'],
-      resource_name: `Tool gateway MCP server of conversation ${conversationId}`,
-    });
-  });
+  router.get(METADATA_PATH, protectedResourceMetadata(services));
   router.post(MCP_PATH, endpoint);
   // GET opens a stream: HEAD is refused (endpoint), and Allow (OPTIONS, 405s) says GET, POST.
   router.get(
@@ -402,36 +253,6 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
   set.add(router);
   return router;
 }
-
-/**
- * A body express could not take (the app parses JSON before routing): the
- * JSON-RPC error a Streamable HTTP client understands, instead of the REST
- * endpoints' problem+json. Bodies of other media types are not parsed by
- * express at all; the SDK answers those with 415. Mount it on the app at
- * MCP_PATH, after the router: express skips routers while an error is pending.
- */
-export const mcpBodyErrors: ErrorRequestHandler = (err: unknown, _req, res, next) => {
-  if (res.headersSent) return next(err);
-  const type = (err as { type?: unknown }).type;
-  if (type === 'entity.parse.failed')
-    return rpcError(res, 400, -32700, 'Parse error: the request body is not valid JSON');
-  if (type === 'entity.too.large') return rpcError(res, 413, -32600, 'Invalid Request: the request body is too large');
-  if (type === 'encoding.unsupported' || type === 'charset.unsupported') {
-    return rpcError(res, 415, -32000, 'Unsupported Media Type: the body must be UTF-8 JSON');
-  }
-  // Not valid UTF-8, or a Content-Encoding that does not decode: not JSON either. (An aborted body has
-  // nobody to answer: the app's handler drops it.)
-  const status = (err as { status?: unknown }).status;
-  const unreadable = typeof status === 'number' && status >= 400 && status < 500 && typeof type === 'string';
-  if (type === 'encoding.invalid' || (unreadable && type !== 'request.aborted')) {
-    return rpcError(res, 400, -32700, 'Parse error: the request body could not be read as UTF-8 JSON');
-  }
-  if (err instanceof AppError && err.code === 'validation_failed') {
-    // checkJsonBody: what the database cannot store (NUL, lone surrogates, __proto__ keys, deep nesting).
-    return rpcError(res, 400, -32602, `Invalid params: ${err.message}`);
-  }
-  return next(err);
-};
 
 /**
  * Closes the MCP endpoints of the app built with these services: open

@@ -144,17 +144,10 @@ export async function callTool(
  * The MCP server of one conversation for one principal, for one HTTP request
  * (`requestId`, its X-Request-Id, is what the audit records for a call).
  */
-export function createConversationServer(
-  services: Services,
-  conversationId: string,
-  principal: Principal,
-  requestId: string,
-  /** Told each tools/call's outcome (the request's log line). */
-  onNegotiated?: (result: NegotiationResult) => void,
-): Server {
-  const { catalog, stores, resources, logger } = services;
+export function createConversationServer(services: Services, caller: ConversationCaller): Server {
+  const { catalog, stores, logger } = services;
+  const { conversationId, principal } = caller;
   const log = logger.child({ component: 'mcp', conversationId });
-  const caller: ConversationCaller = { conversationId, principal, requestId, onNegotiated };
   const internal = (err: unknown, what: string): ProtocolError => internalError(log, err, what, caller);
 
   const server = new Server(
@@ -180,6 +173,18 @@ export function createConversationServer(
 
   server.setRequestHandler('tools/call', (request) => callTool(services, caller, request.params));
 
+  serveResources(server, services, conversationId, internal);
+  return server;
+}
+
+/** The conversation's shared context as MCP resources: listed in pages, one URI template, read one by one. */
+function serveResources(
+  server: Server,
+  services: Services,
+  conversationId: string,
+  internal: (err: unknown, what: string) => ProtocolError,
+): void {
+  const { resources } = services;
   server.setRequestHandler('resources/list', async (request) => {
     const cursor = request.params?.cursor;
     if (cursor !== undefined && !isValidId(cursor))
@@ -217,36 +222,44 @@ export function createConversationServer(
     ...CACHE,
   }));
 
-  server.setRequestHandler('resources/read', async (request) => {
-    const { uri } = request.params;
-    const parsed = parseResourceUri(uri);
-    if (!parsed) {
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        'Invalid resource URI: expected context://CONVERSATION/NAME',
-        { uri },
-      );
-    }
-    if (parsed.conversationId !== conversationId) {
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        'The resource URI names another conversation than this endpoint',
-        {
-          uri,
-        },
-      );
-    }
-    let resource: Resource | undefined;
-    try {
-      resource = await resources.find(conversationId, parsed.name);
-    } catch (err) {
-      throw internal(err, 'resources/read');
-    }
-    // -32602 with the URI in data, as the 2026-07-28 revision has it (2025's -32002 is gone).
-    if (!resource) throw new ResourceNotFoundError(uri);
-    // Fresh for a short while only: the resource may be written over REST at any time.
-    return { contents: [{ uri, mimeType: MIME, text: JSON.stringify(resource) }], ttlMs: 0, cacheScope: 'private' };
-  });
+  server.setRequestHandler('resources/read', async (request) =>
+    readResource(services, conversationId, internal, request.params.uri),
+  );
+}
 
-  return server;
+/** resources/read of one `uri` of this conversation's shared context. */
+async function readResource(
+  services: Services,
+  conversationId: string,
+  internal: (err: unknown, what: string) => ProtocolError,
+  uri: string,
+) {
+  const { resources } = services;
+  const parsed = parseResourceUri(uri);
+  if (!parsed) {
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      'Invalid resource URI: expected context://CONVERSATION/NAME',
+      { uri },
+    );
+  }
+  if (parsed.conversationId !== conversationId) {
+    throw new ProtocolError(
+      ProtocolErrorCode.InvalidParams,
+      'The resource URI names another conversation than this endpoint',
+      {
+        uri,
+      },
+    );
+  }
+  let resource: Resource | undefined;
+  try {
+    resource = await resources.find(conversationId, parsed.name);
+  } catch (err) {
+    throw internal(err, 'resources/read');
+  }
+  // -32602 with the URI in data, as the 2026-07-28 revision has it (2025's -32002 is gone).
+  if (!resource) throw new ResourceNotFoundError(uri);
+  // Fresh for a short while only: the resource may be written over REST at any time.
+  return { contents: [{ uri, mimeType: MIME, text: JSON.stringify(resource) }], ttlMs: 0, cacheScope: 'private' };
 }
