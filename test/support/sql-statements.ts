@@ -38,7 +38,12 @@ export async function sqlStatements(fn: () => Promise<unknown>): Promise<string[
     // A background statement, and the COMMIT or ROLLBACK its connection sends next, are the audit's; the
     // pool may hand that connection to a request before or after, whose statements still count.
     const closing = new Set<unknown>();
+    const seen = new Set<unknown>();
     const own = calls.filter((c) => {
+      const first = !seen.has(c.client);
+      seen.add(c.client);
+      // A connection's first statement here ending a transaction: one begun before `fn` (the audit's seal).
+      if (first && /^(COMMIT|ROLLBACK)$/i.test(textOf(c.q))) return false;
       if (isAuditBackground(c.q)) {
         if (!/; COMMIT$/.test(textOf(c.q))) closing.add(c.client);
         return false;
