@@ -155,7 +155,7 @@ export class AuditService {
     return this.store.ahead(unit, { ...fields, event, at: this.now() });
   }
 
-  /** Appends an entry in the next batch: for read-only decisions and refusals (see the README's crash guarantees). */
+  /** Appends an entry in the next batch: for read-only decisions and refusals (see the crash guarantees in docs/AUDIT.md). */
   queue(event: AuditEvent, fields: AuditFields): void {
     this.store.enqueue({ ...fields, event, at: this.now() });
   }

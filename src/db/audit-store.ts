@@ -3,7 +3,7 @@
  * batch writer for queued entries, the sealer that chains them into
  * `audit_log`, and the reads.
  *
- * Crash guarantees (README, Audit):
+ * Crash guarantees (docs/AUDIT.md):
  * - an entry given a transaction is sent with its COMMIT: both or neither;
  * - an entry inserted at once is committed before the call returns;
  * - a queued entry is written within `flushMs` (or sooner, `flushMax`
@@ -194,7 +194,7 @@ export class SqlAuditStore implements AuditStore {
   }
 
   private async write(batch: PendingEntry[]): Promise<void> {
-    // One round trip; asynchronous commit: these entries are the ones the README says may be lost in a crash.
+    // One round trip; asynchronous commit: these entries are the ones docs/AUDIT.md says may be lost in a crash.
     const sql = `BEGIN; SET LOCAL synchronous_commit = off; ${insertSql(batch)}; COMMIT`;
     try {
       await this.pool.query(sql);

@@ -1,6 +1,6 @@
 /**
  * The HTTP server's timeouts, set deliberately rather than left at Node's
- * defaults (README, Configuration, says why each has its value).
+ * defaults (docs/CONFIGURATION.md says why each has its value).
  */
 import type { Server } from 'node:http';
 
