@@ -21,7 +21,7 @@ import type { NegotiationResult } from '../core/negotiation';
 import type { Principal } from '../core/principal';
 import { isValidId } from '../core/resource-names';
 import type { Resource } from '../core/tool-interface';
-import { isDatabaseUnavailable } from '../db/database';
+import { isUnavailable } from '../core/errors';
 import type { Logger } from '../logger';
 import type { Services } from '../services';
 import { mcpToolDefinitions } from './tool-definitions';
@@ -90,7 +90,8 @@ function internalError(log: Logger, err: unknown, what: string, caller: Conversa
   if (err instanceof ProtocolError) return err;
   // Not sent: the endpoint answers this one itself.
   if (caller.refuse?.(err)) return new ProtocolError(ProtocolErrorCode.InternalError, 'Refused');
-  if (isDatabaseUnavailable(err)) {
+  // The rule REST's error handler applies (core/errors): the stores mark what the database could not do.
+  if (isUnavailable(err)) {
     log.warn({ err }, `database unavailable during ${what}`);
     return new ProtocolError(ProtocolErrorCode.InternalError, 'The database is unavailable; retry later');
   }

@@ -11,7 +11,7 @@
 import type { AddressInfo } from 'node:net';
 import type { Server as HttpServer } from 'node:http';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { StreamableHTTPClientTransport, StreamableHTTPError } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import {
   ErrorCode,
   LATEST_PROTOCOL_VERSION,
@@ -21,6 +21,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { bearer, request } from '../support/auth';
 import { ENV_ADMIN } from '../../src/auth/authenticator';
+import { UnavailableError } from '../../src/core/errors';
 import { closeMcpSessions, mcpRouterOf } from '../../src/mcp/conversation-mcp';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { type ScratchDir, scratchDir } from '../support/scratch-dir';
@@ -305,19 +306,23 @@ describe('tools/call', () => {
     }
   });
 
-  it('database trouble during a call is a JSON-RPC error, and the session stays usable', async () => {
+  it('database trouble during a call answers as REST does (503, nothing of the driver), and the session stays usable', async () => {
     const { client } = await connect(uniqueId('mcp-db'));
-    const down = Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' });
+    // As the stores throw it (src/db/sql.ts): the driver's error marked unavailable, REST's 503.
+    const down = new UnavailableError(
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:5432'), { code: 'ECONNREFUSED' }),
+    );
     const negotiate = jest.spyOn(t.services.manager, 'negotiate').mockRejectedValueOnce(down);
     try {
       const err = await client.callTool({ name: 'calculator_add', arguments: { a: 1, b: 1 } }).then(
         () => undefined,
         (e: unknown) => e,
       );
-      expect(err).toBeInstanceOf(McpError);
-      expect((err as McpError).code).toBe(ErrorCode.InternalError);
-      expect((err as McpError).message).toContain('The database is unavailable');
-      expect((err as McpError).message).not.toContain('5432');
+      // The endpoint's rule is REST's (core/errors isUnavailable): a 503 problem, not a tool result.
+      expect(err).toBeInstanceOf(StreamableHTTPError);
+      expect((err as StreamableHTTPError).code).toBe(503);
+      expect((err as StreamableHTTPError).message).toContain('The database is unavailable');
+      expect((err as StreamableHTTPError).message).not.toContain('5432');
     } finally {
       negotiate.mockRestore();
     }
