@@ -10,6 +10,7 @@
 import { randomBytes } from 'node:crypto';
 import { type RetriedCall, type RetryVerdict, retryVerdict } from './approval-retry';
 import { argsDigest } from './canonical-json';
+import { inOwnTransaction } from './in-transaction';
 import { AppError, conversationNotFound } from './errors';
 import { type ApprovalRef, fail, type NegotiationResult } from './negotiation';
 import type { AuditService } from './audit';
@@ -222,16 +223,8 @@ export class ApprovalService {
   }
 
   /** `work` in a transaction of its own: committed when it resolves, rolled back when it throws. */
-  private async inTransaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
-    const unit = this.deps.units.start();
-    try {
-      const out = await work(await unit.transaction());
-      await unit.commit();
-      return out;
-    } catch (err) {
-      await unit.rollback();
-      throw err;
-    }
+  private inTransaction<T>(work: (tx: Transaction) => Promise<T>): Promise<T> {
+    return inOwnTransaction(this.deps.units, work);
   }
 
   /** Agents see the conversation but never manage approvals (403); others who may not see it get 404. */

@@ -13,6 +13,7 @@
 import type { ConversationAccess } from './access';
 import type { AuditService } from './audit';
 import { AppError, conversationNotFound } from './errors';
+import { inOwnTransaction } from './in-transaction';
 import type { LevelChange, PermissionEventView, PermissionStore, Transaction, UnitsOfWork } from './ports';
 import { type Principal, actorOf } from './principal';
 
@@ -231,14 +232,6 @@ export class PermissionService {
     if (tx !== undefined) return work(tx);
     // What this replica queued before (a refusal just answered) is written first: never sealed after this change.
     await this.deps.audit?.flushQueued();
-    const unit = this.deps.units.start();
-    try {
-      const out = await work(await unit.transaction());
-      await unit.commit();
-      return out;
-    } catch (err) {
-      await unit.rollback();
-      throw err;
-    }
+    return inOwnTransaction(this.deps.units, work);
   }
 }

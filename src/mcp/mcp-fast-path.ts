@@ -52,6 +52,7 @@ import {
   SUPPORTED_PROTOCOL_VERSIONS,
 } from '@modelcontextprotocol/server';
 import type { Request } from 'express';
+import { isRecord } from '../core/tool-module';
 
 /** The revision the fast path serves (the SDK's only modern one). */
 export const MODERN_REVISION = '2026-07-28';
@@ -74,10 +75,6 @@ const MAX_VERDICTS = 1024;
 /** Longer envelopes are classified every time, not kept (what a client sends is ~150 characters). */
 const MAX_KEPT_ENVELOPE = 2048;
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function onlyKeys(value: Record<string, unknown>, allowed: ReadonlySet<string>): boolean {
   for (const key in value) if (!allowed.has(key)) return false;
   return true;
@@ -99,23 +96,23 @@ export function fastToolCall(req: Request, toolNames: ReadonlySet<string>): Fast
   if (req.method !== 'POST' || !isJsonContentType(req.headers['content-type'])) return undefined;
   const body = req.body as unknown;
   // A JSON-RPC request as the SDK's (strict) schema has it: these keys only, an id that is a string or an integer.
-  if (!isPlainObject(body) || !onlyKeys(body, REQUEST_KEYS) || body.method !== 'tools/call' || body.jsonrpc !== '2.0') {
+  if (!isRecord(body) || !onlyKeys(body, REQUEST_KEYS) || body.method !== 'tools/call' || body.jsonrpc !== '2.0') {
     return undefined;
   }
   const id = body.id;
   if (typeof id !== 'string' && !Number.isSafeInteger(id)) return undefined;
   const params = body.params;
-  if (!isPlainObject(params) || !onlyKeys(params, PARAM_KEYS)) return undefined;
+  if (!isRecord(params) || !onlyKeys(params, PARAM_KEYS)) return undefined;
   const { name, arguments: args, _meta: meta } = params;
   if (typeof name !== 'string' || !toolNames.has(name)) return undefined;
-  if (args !== undefined && !isPlainObject(args)) return undefined;
-  if (meta === undefined || (isPlainObject(meta) && onlyKeys(meta, LEGACY_META_KEYS))) {
+  if (args !== undefined && !isRecord(args)) return undefined;
+  if (meta === undefined || (isRecord(meta) && onlyKeys(meta, LEGACY_META_KEYS))) {
     // No envelope: the SDK serves it as a 2025 request.
     return servedLegacy(req)
       ? { era: 'legacy', id: id as string | number, params: params as CallToolRequestParams }
       : undefined;
   }
-  if (!isPlainObject(meta) || !onlyKeys(meta, META_KEYS) || meta[PROTOCOL_VERSION_META_KEY] !== MODERN_REVISION) {
+  if (!isRecord(meta) || !onlyKeys(meta, META_KEYS) || meta[PROTOCOL_VERSION_META_KEY] !== MODERN_REVISION) {
     return undefined;
   }
   const { headers } = req;
@@ -200,7 +197,7 @@ export function toolCallResponse(
     }
     const meta = result._meta;
     if (meta === undefined) result = { ...result, _meta: { [SERVER_INFO_META_KEY]: serverInfo } };
-    else if (isPlainObject(meta) && meta[SERVER_INFO_META_KEY] === undefined) {
+    else if (isRecord(meta) && meta[SERVER_INFO_META_KEY] === undefined) {
       result = { ...result, _meta: { ...meta, [SERVER_INFO_META_KEY]: serverInfo } };
     }
     return { result, jsonrpc: '2.0', id };
