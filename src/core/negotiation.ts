@@ -23,6 +23,8 @@ export interface NegotiateRequest {
   dryRun?: boolean;
   /** The approval a retry of a refused call runs under (API.md, Approvals). */
   approvalId?: string;
+  /** A resource name: the call's result is written there in the shared context (API.md, Participants). */
+  saveAs?: string;
 }
 
 export interface Routing {
@@ -53,6 +55,9 @@ export const NEGOTIATION_CODES = [
   'approval_used',
   'approval_expired',
   'approval_rejected',
+  // Participants (remote tools, API.md "Participants").
+  'tool_definition_changed',
+  'participant_unavailable',
 ] as const;
 /** Why a negotiation failed, machine-readable (API.md, Negotiate). */
 export type NegotiationCode = (typeof NEGOTIATION_CODES)[number];
@@ -71,6 +76,8 @@ export interface NegotiationResult {
   approval?: ApprovalRef;
   alignment?: Alignment;
   routing?: Routing;
+  /** On participant_unavailable: seconds until a retry may succeed (REST's Retry-After header). */
+  retryAfterSeconds?: number;
 }
 
 /** A failed negotiation. */

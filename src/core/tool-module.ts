@@ -48,6 +48,43 @@ export interface LoadedAction {
   prefetch?: (args: Record<string, unknown>) => string | undefined;
   /** A write-level action whose one write commits on its own, with its audit entry (ActionDefinition.singleWrite). */
   singleWrite?: true;
+  /** A participant's action (a remote tool, API.md "Participants"); absent for bundled and TOOLS_DIR tools. */
+  remote?: RemoteActionInfo;
+}
+
+/** What the core knows of a participant's action: never a secret. */
+export interface RemoteActionInfo {
+  participant: string;
+  transport: 'mcp-http' | 'mcp-stdio' | 'openapi';
+  /** The upstream's own name (MCP tool name, OpenAPI operationId or `METHOD /path`). */
+  upstreamName: string;
+  /**
+   * `quarantined`: its definition changed upstream (or it is new) and an admin
+   * has not approved it: hidden from non-admins, never routed, a call answers
+   * 409 tool_definition_changed (audited).
+   */
+  status: 'active' | 'quarantined';
+  /** The upstream's host (`server.address` on spans); absent for stdio. */
+  address?: string;
+}
+
+/**
+ * Thrown by a participant's action when its upstream cannot be reached or its
+ * circuit is open: negotiate answers 503 participant_unavailable with
+ * Retry-After, and nothing is written.
+ */
+export class ParticipantUnavailableError extends Error {
+  readonly code = 'participant_unavailable';
+  constructor(
+    public readonly participant: string,
+    /** Whole seconds, at least 1. */
+    public readonly retryAfterSeconds: number,
+    message = `Participant ${participant} is unavailable`,
+    options?: ErrorOptions,
+  ) {
+    super(message, options);
+    this.name = 'ParticipantUnavailableError';
+  }
 }
 
 export type ParseArgsResult =

@@ -22,6 +22,8 @@ export const NEGOTIATION_STATUS: Record<NegotiationCode, number> = {
   approval_used: 409,
   approval_expired: 403,
   approval_rejected: 403,
+  tool_definition_changed: 409,
+  participant_unavailable: 503,
 };
 
 export function negotiationStatus(result: NegotiationResult): number {

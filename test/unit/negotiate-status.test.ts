@@ -25,6 +25,9 @@ const API_MD: Record<NegotiationCode, number> = {
   approval_used: 409,
   approval_expired: 403,
   approval_rejected: 403,
+  // Participants: a changed upstream definition; an upstream that cannot be reached.
+  tool_definition_changed: 409,
+  participant_unavailable: 503,
 };
 
 it('maps every negotiate code, and nothing else, to its API.md status', () => {
