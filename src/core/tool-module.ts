@@ -43,13 +43,19 @@ export interface LoadedAction {
    * `stop` is aborted when the caller gives up on the run (TOOL_TIMEOUT_MS):
    * an isolated action then stops its worker; an in-process one cannot be stopped.
    */
-  run(args: Record<string, unknown>, ctx: ToolContext, stop?: AbortSignal): Promise<unknown>;
+  run(args: Record<string, unknown>, ctx: ToolContext, stop?: AbortSignal, call?: RunCall): Promise<unknown>;
   /** The resource a read-level action declares it will read (ActionDefinition.prefetch). */
   prefetch?: (args: Record<string, unknown>) => string | undefined;
   /** A write-level action whose one write commits on its own, with its audit entry (ActionDefinition.singleWrite). */
   singleWrite?: true;
   /** A participant's action (a remote tool, API.md "Participants"); absent for bundled and TOOLS_DIR tools. */
   remote?: RemoteActionInfo;
+}
+
+/** What a run knows of the call beyond the tool context: only participants' actions read it. */
+export interface RunCall {
+  /** The conversation owner's subject: a participant uses that owner's stored credentials (API.md, per-owner credentials). */
+  conversationOwner?: string;
 }
 
 /** What the core knows of a participant's action: never a secret. */
