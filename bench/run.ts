@@ -1,6 +1,7 @@
 /**
  * `npm run bench`: the router micro-benchmark, then negotiate over HTTP
- * against the express + pg floor, then MCP tools/call against REST negotiate. Prints markdown tables; docs/BENCHMARKS.md
+ * against the express + pg floor, then MCP tools/call against REST negotiate,
+ * then a participant's remote call against the same upstream called directly. Prints markdown tables; docs/BENCHMARKS.md
  * records a run. The HTTP part needs a Postgres server that allows CREATE
  * DATABASE: BENCH_DATABASE_URL, else DATABASE_URL, else the machine's
  * postgresql://root@127.0.0.1:5432/postgres.
@@ -8,6 +9,7 @@
 import { cpus } from 'node:os';
 import { formatHttpBench, runHttpBench } from './http-bench';
 import { formatMcpBench, runMcpBench } from './mcp-bench';
+import { formatParticipantsBench, runParticipantsBench } from './participants-bench';
 import { formatRouterBench, runRouterBench } from './router-bench';
 
 async function main(): Promise<void> {
@@ -19,7 +21,11 @@ async function main(): Promise<void> {
   process.stdout.write('## negotiate over HTTP vs the express + pg floor\n\n');
   process.stdout.write(`${formatHttpBench(await runHttpBench(url))}\n\n`);
   process.stdout.write('## MCP tools/call vs REST negotiate, the same read\n\n');
-  process.stdout.write(`${formatMcpBench(await runMcpBench(url))}\n`);
+  process.stdout.write(`${formatMcpBench(await runMcpBench(url))}\n\n`);
+  process.stdout.write(
+    '## A remote tool (server-everything echo over Streamable HTTP): through the gateway vs direct\n\n',
+  );
+  process.stdout.write(`${formatParticipantsBench(await runParticipantsBench(url))}\n`);
 }
 
 main().catch((err: unknown) => {
