@@ -36,7 +36,7 @@ import { toNodeHandler } from '@modelcontextprotocol/node';
 import { Router, type Request, type Response } from 'express';
 import { ID_RULE, isValidId } from '../core/resource-names';
 import { AppError, isUnavailable, RESERVED_CONVERSATION_ID } from '../core/errors';
-import { principalKey } from '../core/principal';
+import { type Principal, principalKey } from '../core/principal';
 import type { ToolSetChangeCause } from '../core/tool-registry';
 import { refusesHead } from '../http/allowed-methods';
 import { principalOf } from '../http/authenticate';
@@ -119,6 +119,23 @@ function authInfoOf(caller: McpCaller): AuthInfo {
   };
 }
 
+/**
+ * May `principal` use the conversation's MCP server? Only a JSON-RPC request creates the conversation on
+ * first use (as negotiate does); a stream or a body the SDK will refuse only checks access.
+ */
+async function checkAccess(
+  services: Services,
+  req: Request,
+  principal: Principal,
+  conversationId: string,
+): Promise<void> {
+  const message = req.body as { jsonrpc?: unknown; method?: unknown } | undefined;
+  const creates = req.method === 'POST' && message?.jsonrpc === '2.0' && typeof message.method === 'string';
+  const use = { conversationId, right: 'negotiate', what: 'use the MCP endpoint' } as const;
+  if (!creates) return services.access.check(principal, conversationId, use.right, use.what);
+  return services.conversations.openOnFirstUse(principal, { ...use, requestId: req.id ?? '-' });
+}
+
 async function handle(serving: McpServing, req: Request, res: Response): Promise<void> {
   const { services, node, streams, isClosed } = serving;
   const conversationId = req.params.conversationId;
@@ -146,19 +163,7 @@ async function handle(serving: McpServing, req: Request, res: Response): Promise
     const call = fastToolCall(req, mcpToolNames(services.catalog.snapshot().set));
     if (call) return serveFast(services, req, res, { principal, conversationId, call });
   }
-  // Only a JSON-RPC request creates the conversation on first use (as negotiate does); a stream or a
-  // body the SDK will refuse only checks access.
-  const creates = req.method === 'POST' && message?.jsonrpc === '2.0' && typeof message.method === 'string';
-  if (!creates) {
-    await services.access.check(principal, conversationId, 'negotiate', 'use the MCP endpoint');
-  } else {
-    await services.conversations.openOnFirstUse(principal, {
-      conversationId,
-      right: 'negotiate',
-      what: 'use the MCP endpoint',
-      requestId: req.id ?? '-',
-    });
-  }
+  await checkAccess(services, req, principal, conversationId);
   if (isClosed()) return rpcError(res, 503, -32000, 'The server is shutting down');
   const caller: McpCaller = {
     principal,
