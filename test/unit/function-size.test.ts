@@ -26,7 +26,6 @@ const NOT_YET: Record<string, string> = {
   'src/server.ts:main': 'the entry file: reads the config, wires, listens, waits for the database',
   'src/server.ts:installShutdown': 'six values of the entry file',
   'src/bootstrap.ts:wireServices': 'builds every service; its test overrides are three positional options',
-  'src/app.ts:buildApp': 'mounts every middleware and route in order',
 };
 
 interface Measured {
