@@ -31,18 +31,8 @@ function openapiSpec(): { text: string; json: object } {
   return cachedSpec;
 }
 
-export function buildApp(services: Services): Express {
-  const app = express();
-  // app.listen serves as the entry file does (src/http/express-server.ts).
-  app.listen = function listen(this: unknown, ...args: unknown[]) {
-    const server = createExpressServer(app);
-    return (server.listen as (...a: unknown[]) => typeof server).apply(server, args);
-  } as Express['listen'];
-  app.locals.services = services;
-  app.disable('x-powered-by');
-  app.set('etag', false);
-  setTrustProxy(app, services.config.trustProxy);
-  app.use(requestLogging(services.logger, services.metrics));
+/** Before any route, in this order: Host and Origin, the URL, the caller, its rate limit, the method, the JSON body. */
+function useRequestChecks(app: Express, services: Services): void {
   // DNS rebinding and foreign pages: a Host or Origin that is not ours is refused first.
   app.use(hostOriginGuard(services.config));
   app.use(checkUrl);
@@ -69,6 +59,36 @@ export function buildApp(services: Services): Express {
   );
   app.use(requireJsonBody);
   app.use(checkJsonBody);
+}
+
+/** What anyone may read: /metrics (unless disabled), the OpenAPI document and its Swagger UI. */
+function usePublicDocuments(app: Express, services: Services, spec: { text: string; json: object }): void {
+  const metrics = services.metrics;
+  if (metrics) {
+    // Public like the probes (src/http/authenticate.ts, host-origin.ts); absent (404) with METRICS_ENABLED=false.
+    app.get('/metrics', (_req, res, next) => {
+      metrics.scrape().then((text) => res.type(metrics.contentType).send(text), next);
+    });
+  }
+  app.get('/openapi.json', (_req, res) => {
+    res.type('application/json').send(spec.text);
+  });
+  app.use('/docs', getOnly, swaggerUi.serve, swaggerUi.setup(spec.json, { customSiteTitle: 'Tool orchestration API' }));
+}
+
+export function buildApp(services: Services): Express {
+  const app = express();
+  // app.listen serves as the entry file does (src/http/express-server.ts).
+  app.listen = function listen(this: unknown, ...args: unknown[]) {
+    const server = createExpressServer(app);
+    return (server.listen as (...a: unknown[]) => typeof server).apply(server, args);
+  } as Express['listen'];
+  app.locals.services = services;
+  app.disable('x-powered-by');
+  app.set('etag', false);
+  setTrustProxy(app, services.config.trustProxy);
+  app.use(requestLogging(services.logger, services.metrics));
+  useRequestChecks(app, services);
 
   // The MCP endpoint on its own paths, before the API's routes: its calls skip matching the 30 routes, and the
   // API's requests skip it after one string test. Its `stack` is the router's, for the 405s' Allow header
@@ -86,18 +106,8 @@ export function buildApp(services: Services): Express {
   RegisterRoutes(app);
   // Bodies express.json refused, answered as JSON-RPC errors on the MCP endpoint.
   app.use(MCP_PATH, mcpBodyErrors);
-  const metrics = services.metrics;
-  if (metrics) {
-    // Public like the probes (src/http/authenticate.ts, host-origin.ts); absent (404) with METRICS_ENABLED=false.
-    app.get('/metrics', (_req, res, next) => {
-      metrics.scrape().then((text) => res.type(metrics.contentType).send(text), next);
-    });
-  }
   const spec = openapiSpec();
-  app.get('/openapi.json', (_req, res) => {
-    res.type('application/json').send(spec.text);
-  });
-  app.use('/docs', getOnly, swaggerUi.serve, swaggerUi.setup(spec.json, { customSiteTitle: 'Tool orchestration API' }));
+  usePublicDocuments(app, services, spec);
 
   app.use(unmatchedRoute(app));
   app.use(errorHandler(services.logger, spec.json));

@@ -109,9 +109,7 @@ export function wireServices(
   const authenticator = new Authenticator(
     stores.keys,
     logger.child({ component: 'auth' }),
-    config.adminApiKey,
-    config.jwt ? createJwtVerifier(config.jwt) : undefined,
-    looksLikeJwt,
+    { adminApiKey: config.adminApiKey, jwt: config.jwt ? createJwtVerifier(config.jwt) : undefined, looksLikeJwt },
     authOptions,
   );
   return {

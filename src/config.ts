@@ -142,7 +142,14 @@ export class ConfigError extends Error {
   }
 }
 
+type TEnv = z.infer<typeof ZConfig>;
+
 export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | undefined>): Config {
+  return toConfig(checkedEnv(env));
+}
+
+/** The variables ZConfig reads, parsed, and checked against each other; a ConfigError names each problem. */
+function checkedEnv(env: NodeJS.ProcessEnv | Record<string, string | undefined>): TEnv {
   const raw: Record<string, string> = {};
   for (const key of Object.keys(ZConfig.shape)) {
     const value = env[key];
@@ -177,6 +184,11 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
   if (jwtVars.some((v) => v !== undefined) && !jwtVars.every((v) => v !== undefined)) {
     throw new ConfigError(['AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE: set all three to accept JWTs, or none of them']);
   }
+  return c;
+}
+
+/** What the app reads, from the checked variables: names it uses, defaults that depend on others. */
+function toConfig(c: TEnv): Config {
   return {
     nodeEnv: c.NODE_ENV,
     port: c.PORT,

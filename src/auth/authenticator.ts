@@ -23,6 +23,14 @@ export interface TokenVerifier {
   verify(token: string): Promise<Principal | undefined>;
 }
 
+/** What besides stored keys is a credential: ADMIN_API_KEY, and JWTs of an identity provider. */
+export interface OtherCredentials {
+  adminApiKey: string | undefined;
+  jwt: TokenVerifier | undefined;
+  /** Whether a token is worth handing to `jwt` (default: never). */
+  looksLikeJwt?: (token: string) => boolean;
+}
+
 export interface AuthenticatorOptions {
   /** How often revocations are polled. Default 1000 ms. */
   pollIntervalMs?: number;
@@ -66,6 +74,8 @@ export class Authenticator {
   private readonly staleAfterMs: number;
   private readonly maxCachedKeys: number;
   private readonly now: () => number;
+  private readonly jwt: TokenVerifier | undefined;
+  private readonly looksLikeJwt: (token: string) => boolean;
   private timer: NodeJS.Timeout | undefined;
   private inFlight: Promise<void> | undefined;
   /** When the last poll that succeeded began; -Infinity until one has. */
@@ -74,12 +84,13 @@ export class Authenticator {
   constructor(
     private readonly keys: KeyStore,
     private readonly logger: Logger,
-    adminApiKey: string | undefined,
-    private readonly jwt: TokenVerifier | undefined,
-    private readonly looksLikeJwt: (token: string) => boolean = () => false,
+    credentials: OtherCredentials,
     options: AuthenticatorOptions = {},
   ) {
+    const { adminApiKey } = credentials;
     this.envAdminHash = adminApiKey === undefined ? undefined : hashToken(adminApiKey);
+    this.jwt = credentials.jwt;
+    this.looksLikeJwt = credentials.looksLikeJwt ?? (() => false);
     this.pollIntervalMs = options.pollIntervalMs ?? 1000;
     this.staleAfterMs = options.staleAfterMs ?? 4000;
     this.maxCachedKeys = options.maxCachedKeys ?? 10_000;

@@ -10,7 +10,7 @@ import { conversationState, type M5State } from './conversation-migration';
 import { AppError, RESERVED_CONVERSATION_ID, conversationNotFound, reservedIdError } from './errors';
 import { type TPolicy, ZPolicy } from './policy';
 import type { ConversationStore, ConversationView, PermissionStore, ResourceStore } from './ports';
-import { type Principal, forbidden } from './principal';
+import { type ConversationRight, type Principal, forbidden } from './principal';
 import { isValidId } from './resource-names';
 import { listPermissions } from './permissions';
 import type { Level } from './tool-interface';
@@ -48,6 +48,32 @@ export async function getConversationState(
   const levels = await permissions.levels(id);
   if (!levels) throw conversationNotFound(id);
   return conversationState(levels.legacyLevel, levels.explicit, await resources.list(id, {}));
+}
+
+/** A conversation an endpoint uses, creating it on first use: what is checked, for which request. */
+export interface FirstUse {
+  conversationId: string;
+  right: ConversationRight;
+  /** What the caller wants to do, for a 403's detail. */
+  what: string;
+  /** The request's X-Request-Id, for the audit entry. */
+  requestId: string;
+}
+
+/**
+ * Access for an endpoint that creates the conversation on first use (a
+ * resource PUT, the MCP endpoint): a user's is created, owned by it, and
+ * audited as `conversation.created`; anyone else is only checked. negotiate
+ * does the same from its decision's one read (negotiation-call.ts).
+ */
+export async function openOnFirstUse(
+  deps: { access: ConversationAccess; audit?: AuditService | undefined },
+  p: Principal,
+  use: FirstUse,
+): Promise<void> {
+  if (await deps.access.checkOrCreate(p, use.conversationId, use.right, use.what)) {
+    await deps.audit?.changed(p, 'conversation.created', use.conversationId, use.requestId);
+  }
 }
 
 export interface ConversationServiceDeps {
@@ -120,6 +146,11 @@ export class ConversationService {
     });
     await this.deps.audit?.changed(p, 'conversation.created', conv.id, requestId);
     return conv;
+  }
+
+  /** Access to a conversation that `p`'s use creates when it is new (openOnFirstUse). */
+  openOnFirstUse(p: Principal, use: FirstUse): Promise<void> {
+    return openOnFirstUse(this.deps, p, use);
   }
 
   async get(p: Principal, id: string): Promise<ConversationView> {

@@ -180,8 +180,9 @@ export class PermissionService {
       );
       // A `set` always answers (only an `expire` may find nothing to do).
       const r = stored!;
-      if (r.conversationCreated) await this.audited('conversation.created', conversationId, by, s.requestId, t);
-      if (r.changed) await this.audited('permission.changed', conversationId, by, s.requestId, t, r.change);
+      const entry = { conversationId, actor: by, requestId: s.requestId };
+      if (r.conversationCreated) await this.audited('conversation.created', entry, t);
+      if (r.changed) await this.audited('permission.changed', { ...entry, change: r.change }, t);
       return r;
     });
     return { ...out.change, conversationCreated: out.conversationCreated };
@@ -198,7 +199,8 @@ export class PermissionService {
     for (const due of await this.deps.store.dueGrants(SWEEP_LIMIT)) {
       const done = await this.inTransaction(undefined, async (t) => {
         const r = await this.deps.store.setLevel({ kind: 'expire', ...due }, t);
-        if (r) await this.audited('permission.changed', due.conversationId, EXPIRY_ACTOR, EXPIRY_ACTOR, t, r.change);
+        const entry = { conversationId: due.conversationId, actor: EXPIRY_ACTOR, requestId: EXPIRY_ACTOR };
+        if (r) await this.audited('permission.changed', { ...entry, change: r.change }, t);
         return r !== undefined;
       });
       if (done) ended++;
@@ -209,12 +211,10 @@ export class PermissionService {
   /** The entry commits with the change (sent with its COMMIT). */
   private async audited(
     event: 'conversation.created' | 'permission.changed',
-    conversationId: string,
-    actor: string,
-    requestId: string,
+    entry: { conversationId: string; actor: string; requestId: string; change?: LevelChange },
     tx: Transaction,
-    change?: LevelChange,
   ): Promise<void> {
+    const { conversationId, actor, requestId, change } = entry;
     await this.deps.audit?.record(
       event,
       {

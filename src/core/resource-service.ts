@@ -6,6 +6,7 @@
  */
 import type { ConversationAccess } from './access';
 import type { AuditService } from './audit';
+import { openOnFirstUse } from './conversations';
 import { AppError, conversationNotFound } from './errors';
 import type { ConversationStore, ListResourcesOptions, ResourceStore } from './ports';
 import type { Principal } from './principal';
@@ -35,15 +36,23 @@ export function assertResourceName(name: unknown): asserts name is string {
 /** The author of a resource written over REST. */
 const CLIENT = 'client';
 
-/** A client's write over REST (PUT …/resources/{name}). */
-export interface ClientWrite {
+/** A conditional write of encoded data (ResourceService.put). */
+export interface ResourceWrite {
   conversationId: string;
   name: string;
   /** The data's JSON text (encode()). */
   json: string;
   /** If-Match, If-None-Match. */
-  match?: Precondition;
-  noneMatch?: Precondition;
+  match?: Precondition | undefined;
+  noneMatch?: Precondition | undefined;
+  /** Who writes: a tool's name, or `client`. */
+  by: string;
+  /** The owner of the conversation when this write creates it. */
+  owner: string;
+}
+
+/** A client's write over REST (PUT …/resources/{name}): by `client`, for the caller. */
+export interface ClientWrite extends Omit<ResourceWrite, 'by' | 'owner'> {
   /** The request's X-Request-Id (the audit entry of a conversation created on first use). */
   requestId: string;
 }
@@ -74,11 +83,14 @@ export class ResourceService {
    * created on first use (audited as `conversation.created`), then put().
    */
   async putAs(p: Principal, w: ClientWrite): Promise<{ resource: Resource; created: boolean }> {
-    const created = await this.rest.access.checkOrCreate(p, w.conversationId, 'manage', 'write resources over REST');
-    if (created) {
-      await this.rest.audit?.changed(p, 'conversation.created', w.conversationId, w.requestId);
-    }
-    return this.put(w.conversationId, w.name, w.json, CLIENT, p.subject, w.match, w.noneMatch);
+    await openOnFirstUse(this.rest, p, {
+      conversationId: w.conversationId,
+      right: 'manage',
+      what: 'write resources over REST',
+      requestId: w.requestId,
+    });
+    const { conversationId, name, json, match, noneMatch } = w;
+    return this.put({ conversationId, name, json, match, noneMatch, by: CLIENT, owner: p.subject });
   }
 
   /** DELETE …/resources/{name} for `p`. */
@@ -128,16 +140,9 @@ export class ResourceService {
    * either: create or replace. The conversation is created on first use,
    * owned by `owner`.
    */
-  async put(
-    conversationId: string,
-    name: string,
-    json: string,
-    by: string,
-    owner: string,
-    match?: Precondition,
-    noneMatch?: Precondition,
-  ): Promise<{ resource: Resource; created: boolean }> {
-    await this.conversations.ensure(conversationId, owner);
+  async put(w: ResourceWrite): Promise<{ resource: Resource; created: boolean }> {
+    const { conversationId, name, json, by, match, noneMatch } = w;
+    await this.conversations.ensure(conversationId, w.owner);
     if (noneMatch && 'any' in noneMatch) {
       // `*`: only if nothing is there. With If-Match too, no state passes both (it needs the resource).
       const resource = match ? undefined : await this.store.create(conversationId, name, json, by);
@@ -153,7 +158,8 @@ export class ResourceService {
       const written = await this.store.upsert(conversationId, name, json, by, notIn);
       if (written) return written;
     } else {
-      const updated = await this.store.update(conversationId, name, json, by, { in: versionsOf(match), notIn });
+      const versions = { in: versionsOf(match), notIn };
+      const updated = await this.store.update({ conversationId, name, json, by, versions });
       if (updated) return { resource: updated, created: false };
     }
     const current = await this.store.get(conversationId, name);

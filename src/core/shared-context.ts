@@ -103,7 +103,7 @@ export class ConversationSharedContext implements SharedContext {
     const json = this.o.resources.encode(data);
     const { store } = this.o.resources;
     const updated = await this.track(
-      store.update(this.o.conversationId, name, json, this.o.toolName, undefined, await this.writer()),
+      store.update({ conversationId: this.o.conversationId, name, json, by: this.o.toolName }, await this.writer()),
     );
     if (!updated) throw resourceNotFound(name);
     return updated;

@@ -142,6 +142,24 @@ function endHolder(holder: ChildProcess): Promise<void> {
   });
 }
 
+/** Without a flock command: a pid file, whose limits the log says. */
+function pidFileFallback(dir: string, log: (m: string) => void): DataDirLock {
+  log(
+    `No flock command found: the lock on DATA_DIR ${dir} falls back to a pid file (${PID_FILE}), ` +
+      'which cannot see an owner in another container (pid namespace) or on another host. ' +
+      'Install util-linux (or busybox) for a lock that can.',
+  );
+  const lock = lockDataDirWithPidFile(dir);
+  return { path: lock.path, kind: 'pid-file', release: async () => lock.release() };
+}
+
+/** Why a lost lock could not be taken again. */
+function whyNotRetaken(dir: string, path: string, again: Exclude<Attempt, { kind: 'held' }>): string {
+  return again.kind === 'busy'
+    ? new DataDirInUseError(dir, readOwner(path)).message
+    : `the lock on DATA_DIR ${dir} cannot be taken again (${again.kind === 'failed' ? again.reason : 'no flock command'})`;
+}
+
 export async function lockDataDir(dirName: string, options: LockOptions = {}): Promise<DataDirLock> {
   const dir = resolve(dirName);
   mkdirSync(dir, { recursive: true });
@@ -150,15 +168,7 @@ export async function lockDataDir(dirName: string, options: LockOptions = {}): P
   const command = options.flockCommand ?? 'flock';
 
   const first = await tryHold(path, command);
-  if (first.kind === 'no-flock') {
-    log(
-      `No flock command found: the lock on DATA_DIR ${dir} falls back to a pid file (${PID_FILE}), ` +
-        'which cannot see an owner in another container (pid namespace) or on another host. ' +
-        'Install util-linux (or busybox) for a lock that can.',
-    );
-    const lock = lockDataDirWithPidFile(dir);
-    return { path: lock.path, kind: 'pid-file', release: async () => lock.release() };
-  }
+  if (first.kind === 'no-flock') return pidFileFallback(dir, log);
   if (first.kind === 'busy') throw new DataDirInUseError(dir, readOwner(path));
   if (first.kind === 'failed') throw new Error(`Cannot lock DATA_DIR ${dir} (${path}): ${first.reason}`);
 
@@ -186,11 +196,7 @@ export async function lockDataDir(dirName: string, options: LockOptions = {}): P
           watch(holder);
           return;
         }
-        const why =
-          again.kind === 'busy'
-            ? new DataDirInUseError(dir, readOwner(path)).message
-            : `the lock on DATA_DIR ${dir} cannot be taken again (${again.kind === 'failed' ? again.reason : 'no flock command'})`;
-        log(`${why}: this process stops now, without writing to it`);
+        log(`${whyNotRetaken(dir, path, again)}: this process stops now, without writing to it`);
         process.exit(1);
       });
     });

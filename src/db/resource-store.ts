@@ -6,7 +6,7 @@
  * (versions 2, 3, ... in commit order) and the primary key lets exactly one
  * concurrent create win.
  */
-import type { ListResourcesOptions, ResourceStore, Transaction, VersionCondition } from '../core/ports';
+import type { ListResourcesOptions, ResourceStore, ResourceUpdate, Transaction } from '../core/ports';
 import type { Resource } from '../core/tool-interface';
 import { clientOf, prepared, type Queryable } from './sql';
 
@@ -84,14 +84,8 @@ export class SqlResourceStore implements ResourceStore {
     return rows[0] ? toResource(rows[0]) : undefined;
   }
 
-  async update(
-    conversationId: string,
-    name: string,
-    json: string,
-    by: string,
-    versions?: VersionCondition,
-    tx?: Transaction,
-  ): Promise<Resource | undefined> {
+  async update(w: ResourceUpdate, tx?: Transaction): Promise<Resource | undefined> {
+    const { conversationId, name, json, by, versions } = w;
     const { rows } = await prepared<ResourceRow>(
       this.on(tx),
       'resource_update',

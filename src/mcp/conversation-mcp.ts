@@ -36,7 +36,7 @@ import { toNodeHandler } from '@modelcontextprotocol/node';
 import { Router, type Request, type Response } from 'express';
 import { ID_RULE, isValidId } from '../core/resource-names';
 import { AppError, isUnavailable, RESERVED_CONVERSATION_ID } from '../core/errors';
-import { principalKey } from '../core/principal';
+import { type Principal, principalKey } from '../core/principal';
 import type { ToolSetChangeCause } from '../core/tool-registry';
 import { refusesHead } from '../http/allowed-methods';
 import { principalOf } from '../http/authenticate';
@@ -46,6 +46,7 @@ import {
   sendMethodNotAllowed,
   sendProblem,
 } from '../http/middleware';
+import type { Logger } from '../logger';
 import type { Services } from '../services';
 import { createConversationServer } from './conversation-server';
 import { createMcpEventBus, type McpEventBus } from './event-bus';
@@ -118,6 +119,23 @@ function authInfoOf(caller: McpCaller): AuthInfo {
   };
 }
 
+/**
+ * May `principal` use the conversation's MCP server? Only a JSON-RPC request creates the conversation on
+ * first use (as negotiate does); a stream or a body the SDK will refuse only checks access.
+ */
+async function checkAccess(
+  services: Services,
+  req: Request,
+  principal: Principal,
+  conversationId: string,
+): Promise<void> {
+  const message = req.body as { jsonrpc?: unknown; method?: unknown } | undefined;
+  const creates = req.method === 'POST' && message?.jsonrpc === '2.0' && typeof message.method === 'string';
+  const use = { conversationId, right: 'negotiate', what: 'use the MCP endpoint' } as const;
+  if (!creates) return services.access.check(principal, conversationId, use.right, use.what);
+  return services.conversations.openOnFirstUse(principal, { ...use, requestId: req.id ?? '-' });
+}
+
 async function handle(serving: McpServing, req: Request, res: Response): Promise<void> {
   const { services, node, streams, isClosed } = serving;
   const conversationId = req.params.conversationId;
@@ -145,14 +163,7 @@ async function handle(serving: McpServing, req: Request, res: Response): Promise
     const call = fastToolCall(req, mcpToolNames(services.catalog.snapshot().set));
     if (call) return serveFast(services, req, res, { principal, conversationId, call });
   }
-  // Only a JSON-RPC request creates the conversation on first use (as negotiate does); a stream or a
-  // body the SDK will refuse only checks access.
-  const creates = req.method === 'POST' && message?.jsonrpc === '2.0' && typeof message.method === 'string';
-  if (!creates) {
-    await services.access.check(principal, conversationId, 'negotiate', 'use the MCP endpoint');
-  } else if (await services.access.checkOrCreate(principal, conversationId, 'negotiate', 'use the MCP endpoint')) {
-    await services.audit.changed(principal, 'conversation.created', conversationId, req.id ?? '-');
-  }
+  await checkAccess(services, req, principal, conversationId);
   if (isClosed()) return rpcError(res, 503, -32000, 'The server is shutting down');
   const caller: McpCaller = {
     principal,
@@ -172,24 +183,28 @@ async function handle(serving: McpServing, req: Request, res: Response): Promise
   return serveStream(streams, req, res, principal);
 }
 
-export function mcpRouter(services: Services, options: McpRouterOptions = {}): McpRouter {
-  const log = services.logger.child({ component: 'mcp' });
-  const errorHandler = httpErrorHandler(services.logger);
-  const keepAliveMs = options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
-  const limits = new StreamLimits(
-    options.maxStreams ?? DEFAULT_MAX_STREAMS,
-    options.maxStreamsPerPrincipal ?? services.config.mcpMaxStreamsPerPrincipal,
-    services.config.mcpMaxStreamsPerOwner,
-  );
+/**
+ * The tool-set change events of this router: another replica's change reloads what this one serves
+ * before its listeners are told; this replica's own change is announced to every replica (one made on
+ * another's word is not sent back). `stop` ends the announcing; the bus is closed by its owner.
+ */
+function followToolChanges(services: Services, log: Logger): { bus: McpEventBus; stop(): void } {
   const registry = services.catalog.registry;
-  // Another replica's tool-set change: this one reloads what it serves before its listeners are told.
   const bus = createMcpEventBus(services.db, log, { onRemoteToolsChanged: () => registry.reload('remote') });
-  // This replica's own change is announced to every replica; one made on another's word is not sent back.
   const onToolsChanged = (_set: unknown, cause?: ToolSetChangeCause): void => {
     if (cause !== 'remote') bus.publish({ kind: 'tools_list_changed' });
   };
   registry.on('change', onToolsChanged);
+  return { bus, stop: () => registry.off('change', onToolsChanged) };
+}
 
+/** The SDK's serving entry: a fresh conversation server per request, for the caller the access check put in its auth info. */
+function sdkServing(
+  services: Services,
+  bus: McpEventBus,
+  streams: { maxStreams: number; keepAliveMs: number },
+  log: Logger,
+): { handler: McpHttpHandler; node: StreamServing['node'] } {
   const handler: McpHttpHandler = createMcpHandler(
     (ctx) => {
       const { principal, conversationId, requestId, onNegotiated } = ctx.authInfo?.extra as unknown as McpCaller;
@@ -198,8 +213,8 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     {
       bus,
       // Bounded here per principal and in all (StreamLimits); the SDK's own cap is a backstop.
-      maxSubscriptions: (options.maxStreams ?? DEFAULT_MAX_STREAMS) + 1,
-      keepAliveMs,
+      maxSubscriptions: streams.maxStreams + 1,
+      keepAliveMs: streams.keepAliveMs,
       onerror: (err) => log.debug({ err }, 'MCP request refused or failed'),
     },
   );
@@ -207,11 +222,13 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     maxRequestBodySize: services.config.bodyLimit,
     onerror: (err) => log.error({ err }, 'MCP handler failed'),
   });
-  const streams: StreamServing = { services, limits, bus, keepAliveMs, log, node };
-  let closed = false;
-  const serving: McpServing = { services, node, streams, isClosed: () => closed };
+  return { handler, node };
+}
 
-  const router = Router() as McpRouter;
+/** The routes: the metadata document, POST and GET at MCP_PATH (failures answered), 405 for the rest. */
+function mcpRoutes(serving: McpServing, log: Logger): Router {
+  const errorHandler = httpErrorHandler(serving.services.logger);
+  const router = Router();
   const notAllowed = (req: Request, res: Response): void => sendMethodNotAllowed(res, req.method, MCP_METHODS);
   const endpoint = (req: Request, res: Response): void => {
     // Express hands HEAD to the GET route.
@@ -226,7 +243,7 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
       else res.end();
     });
   };
-  router.get(METADATA_PATH, protectedResourceMetadata(services));
+  router.get(METADATA_PATH, protectedResourceMetadata(serving.services));
   router.post(MCP_PATH, endpoint);
   // GET opens a stream: HEAD is refused (endpoint), and Allow (OPTIONS, 405s) says GET, POST.
   router.get(
@@ -235,11 +252,29 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
   );
   // Every other method, OPTIONS included (express would answer it itself, listing what the router has).
   router.all(MCP_PATH, notAllowed);
+  return router;
+}
+
+export function mcpRouter(services: Services, options: McpRouterOptions = {}): McpRouter {
+  const log = services.logger.child({ component: 'mcp' });
+  const maxStreams = options.maxStreams ?? DEFAULT_MAX_STREAMS;
+  const keepAliveMs = options.keepAliveMs ?? DEFAULT_KEEP_ALIVE_MS;
+  const limits = new StreamLimits(
+    maxStreams,
+    options.maxStreamsPerPrincipal ?? services.config.mcpMaxStreamsPerPrincipal,
+    services.config.mcpMaxStreamsPerOwner,
+  );
+  const toolChanges = followToolChanges(services, log);
+  const bus = toolChanges.bus;
+  const { handler, node } = sdkServing(services, bus, { maxStreams, keepAliveMs }, log);
+  const streams: StreamServing = { services, limits, bus, keepAliveMs, log, node };
+  let closed = false;
+  const router = mcpRoutes({ services, node, streams, isClosed: () => closed }, log) as McpRouter;
 
   router.close = async () => {
     if (closed) return;
     closed = true;
-    registry.off('change', onToolsChanged);
+    toolChanges.stop();
     await handler.close();
     limits.closeAll();
     await bus.close();

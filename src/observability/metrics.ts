@@ -139,6 +139,73 @@ export interface MetricsSources {
 /** How long one read of approvals_pending answers scrapes (an unauthenticated endpoint must not drive the database). */
 const PENDING_MAX_AGE_MS = 1000;
 
+/**
+ * negotiate_calls_total: each call is counted in its series (a Map lookup and an addition on the hot
+ * path); what was counted since the last scrape is added to prom-client's counter when it is read.
+ */
+function negotiateCallsCounter(
+  series: Map<string, Map<string, NegotiationSeries>>,
+  registers: Registry[],
+): Counter<'tool' | 'action' | 'outcome'> {
+  return new Counter({
+    name: 'negotiate_calls_total',
+    help: 'negotiate calls (REST and MCP tools/call) by tool, action and outcome (ok or the result code).',
+    labelNames: ['tool', 'action', 'outcome'],
+    registers,
+    collect() {
+      for (const byAction of series.values()) {
+        for (const s of byAction.values()) {
+          for (const count of s.calls.values()) {
+            if (count.n === count.flushed) continue;
+            count.child.inc(count.n - count.flushed);
+            count.flushed = count.n;
+          }
+        }
+      }
+    },
+  });
+}
+
+/** The gauges read at scrape time: the database pool, then the deployment's pending approvals. */
+function registerScrapeGauges(sources: MetricsSources, registers: Registry[]): void {
+  const { pool } = sources;
+  // Registered (so read) before approvals_pending: the scrape's own count query must not show in the pool.
+  new Gauge({
+    name: 'db_pool_connections',
+    help: "This replica's database pool: idle, busy (checked out) connections, and waiting requests for one.",
+    labelNames: ['state'],
+    registers,
+    collect() {
+      this.set({ state: 'idle' }, pool.idleCount);
+      this.set({ state: 'busy' }, pool.totalCount - pool.idleCount);
+      this.set({ state: 'waiting' }, pool.waitingCount);
+    },
+  });
+  let pending: { at: number; count: Promise<number> } | undefined;
+  new Gauge({
+    name: 'approvals_pending',
+    help: 'Approval requests waiting for a decision, in the whole deployment (read from the database at scrape time, at most once a second).',
+    registers,
+    async collect() {
+      try {
+        // /metrics needs no credentials: however often it is scraped, the count is read at most once a
+        // second, by one query at a time (concurrent scrapes share it).
+        const now = Date.now();
+        if (!pending || now - pending.at >= PENDING_MAX_AGE_MS) {
+          const read = sources.pendingApprovals();
+          pending = { at: now, count: read };
+          read.catch(() => (pending = undefined));
+        }
+        this.set(await pending.count);
+      } catch (err) {
+        // The other metrics still answer; an unknown count is NaN, not a stale or made-up number.
+        sources.logger.warn({ err }, 'approvals_pending: the database could not be read');
+        this.set(NaN);
+      }
+    },
+  });
+}
+
 export class Metrics {
   private readonly registry = new Registry();
   private readonly httpDuration: BucketHistogram;
@@ -158,24 +225,7 @@ export class Metrics {
       DURATION_BUCKETS,
       this.registry,
     );
-    const series = this.negotiationSeries;
-    this.negotiateCalls = new Counter({
-      name: 'negotiate_calls_total',
-      help: 'negotiate calls (REST and MCP tools/call) by tool, action and outcome (ok or the result code).',
-      labelNames: ['tool', 'action', 'outcome'],
-      registers,
-      collect() {
-        for (const byAction of series.values()) {
-          for (const s of byAction.values()) {
-            for (const count of s.calls.values()) {
-              if (count.n === count.flushed) continue;
-              count.child.inc(count.n - count.flushed);
-              count.flushed = count.n;
-            }
-          }
-        }
-      },
-    });
+    this.negotiateCalls = negotiateCallsCounter(this.negotiationSeries, registers);
     this.negotiateDuration = new BucketHistogram(
       'negotiate_duration_seconds',
       'Time to decide and run one negotiate call, by tool and action.',
@@ -183,42 +233,7 @@ export class Metrics {
       DURATION_BUCKETS,
       this.registry,
     );
-    const { pool } = sources;
-    // Registered (so read) before approvals_pending: the scrape's own count query must not show in the pool.
-    new Gauge({
-      name: 'db_pool_connections',
-      help: "This replica's database pool: idle, busy (checked out) connections, and waiting requests for one.",
-      labelNames: ['state'],
-      registers,
-      collect() {
-        this.set({ state: 'idle' }, pool.idleCount);
-        this.set({ state: 'busy' }, pool.totalCount - pool.idleCount);
-        this.set({ state: 'waiting' }, pool.waitingCount);
-      },
-    });
-    let pending: { at: number; count: Promise<number> } | undefined;
-    new Gauge({
-      name: 'approvals_pending',
-      help: 'Approval requests waiting for a decision, in the whole deployment (read from the database at scrape time, at most once a second).',
-      registers,
-      async collect() {
-        try {
-          // /metrics needs no credentials: however often it is scraped, the count is read at most once a
-          // second, by one query at a time (concurrent scrapes share it).
-          const now = Date.now();
-          if (!pending || now - pending.at >= PENDING_MAX_AGE_MS) {
-            const read = sources.pendingApprovals();
-            pending = { at: now, count: read };
-            read.catch(() => (pending = undefined));
-          }
-          this.set(await pending.count);
-        } catch (err) {
-          // The other metrics still answer; an unknown count is NaN, not a stale or made-up number.
-          sources.logger.warn({ err }, 'approvals_pending: the database could not be read');
-          this.set(NaN);
-        }
-      },
-    });
+    registerScrapeGauges(sources, registers);
   }
 
   /** One finished HTTP request. */

@@ -4,7 +4,7 @@
  * permission_required, nothing applied) until the owner does; the permission
  * history names who changed a level; an agent key's maxLevel is a ceiling no
  * tool level lifts (403 level_ceiling, no approval) and MCP tools/list leaves
- * out what is above it.
+ * out what is above it, as do its GET /tools/definitions.
  */
 import type { Server } from 'node:http';
 import type supertest from 'supertest';
@@ -226,6 +226,24 @@ describe("an agent key's maxLevel", () => {
       await cappedMcp.close();
       await freeMcp.close();
     }
+  });
+
+  it("gives an agent with maxLevel 1 only level-1 definitions, like MCP's tools/list", async () => {
+    const id = uniqueId('conv');
+    await request(t.app).post('/conversations').send({ id }).expect(201);
+    const agent = await mintAgentKey(t.app, TEST_ADMIN_TOKEN, id, { maxLevel: 1 });
+    const mine = await request(t.app, agent.token)
+      .get(`/tools/definitions?format=mcp&conversationId=${id}`)
+      .expect(200);
+    const all = await request(t.app).get(`/tools/definitions?format=mcp&conversationId=${id}`).expect(200);
+    const names = (r: { body: { tools: { name: string; annotations: { readOnlyHint: boolean } }[] } }) =>
+      r.body.tools.map((d) => d.name);
+    expect(names(all).length).toBeGreaterThan(names(mine).length);
+    expect(
+      (mine.body as { tools: { annotations: { readOnlyHint: boolean } }[] }).tools.every(
+        (d) => d.annotations.readOnlyHint,
+      ),
+    ).toBe(true);
   });
 
   it.each([[4], [0], [-1], [1.5]])('POST agent-keys with maxLevel %j → 400', async (maxLevel) => {

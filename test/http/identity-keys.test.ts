@@ -3,7 +3,11 @@
  * (the token shown once, never listed), who lists which keys, revocation (at
  * once on the app that revoked, within 5 s on another replica of the same
  * database), expiry, GET /me for each kind of key, the shape of every 401,
- * and the bootstrap admin key written to DATA_DIR/admin.key.
+ * and the bootstrap admin key written to DATA_DIR/admin.key (never over an
+ * existing one: it may be another database's only admin token). Expiry times
+ * a timestamp cannot hold are 400s, not 500s; a user may not take the
+ * built-in admin's subject; deleting a conversation refuses its agent keys at
+ * once; only bearer credentials earn error="invalid_token".
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -121,6 +125,27 @@ describe('POST /keys and GET /keys', () => {
     expectProblem(res, 400, 'validation_failed');
   });
 
+  it.each([9000000000000000, 8640000000000001, 1e20, 1.5, Date.now() - 1000])(
+    'expiresAt %p is a 400, on both kinds of key',
+    async (expiresAt) => {
+      const a = await request(t.app)
+        .post('/keys')
+        .send({ role: 'user', subject: uniqueId('u'), expiresAt });
+      expect([a.status, a.body.code]).toEqual([400, 'validation_failed']);
+      const id = uniqueId('conv');
+      await request(t.app).post('/conversations').send({ id }).expect(201);
+      const b = await request(t.app).post(`/conversations/${id}/agent-keys`).send({ expiresAt });
+      expect([b.status, b.body.code]).toEqual([400, 'validation_failed']);
+    },
+  );
+
+  it("refuses a user named like the built-in admin (it would own the admin's conversations)", async () => {
+    const res = await request(t.app).post('/keys').send({ role: 'user', subject: 'admin' });
+    expect([res.status, res.body.code]).toEqual([400, 'validation_failed']);
+    expect(res.body.detail).toContain('built-in admin');
+    await request(t.app).post('/keys').send({ role: 'admin', subject: 'admin' }).expect(201);
+  });
+
   it("a user's GET /keys lists exactly the agent keys of its conversations", async () => {
     const frank = await mintKey(app, 'user', 'frank');
     const gina = await mintKey(app, 'user', 'gina');
@@ -206,6 +231,18 @@ describe('revocation', () => {
       await stopListening(other.server);
       await replica.close();
     }
+  });
+
+  it('deleting a conversation refuses its agent keys at once, before a new one with its id could be entered', async () => {
+    const owner = await mintKey(t.app, 'user', uniqueId('owner'));
+    const id = uniqueId('conv');
+    await request(t.app, owner.token).post('/conversations').send({ id }).expect(201);
+    const agent = await mintAgentKey(t.app, owner.token, id);
+    await request(t.app, agent.token).get('/me').expect(200);
+    await request(t.app, owner.token).delete(`/conversations/${id}`).expect(204);
+    await request(t.app, agent.token).get('/me').expect(401);
+    await request(t.app, owner.token).post('/conversations').send({ id }).expect(201);
+    await request(t.app, agent.token).post(`/conversations/${id}/negotiate`).send({ action: 'greet' }).expect(401);
   });
 });
 
@@ -303,6 +340,17 @@ describe('401', () => {
     }
   });
 
+  it('answers error="invalid_token" only to bearer credentials', async () => {
+    const basic = await anonymous(t.app).get('/me').set('Authorization', 'Basic dXNlcjpwYXNz');
+    expect(basic.status).toBe(401);
+    expect(basic.headers['www-authenticate']).toMatch(/^Bearer /);
+    expect(basic.headers['www-authenticate']).not.toContain('invalid_token');
+    const bad = await anonymous(t.app).get('/me').set('Authorization', 'Bearer tgw_nope');
+    expect(bad.headers['www-authenticate']).toContain('error="invalid_token"');
+    const none = await anonymous(t.app).get('/me');
+    expect(none.headers['www-authenticate']).not.toContain('invalid_token');
+  });
+
   it('the public paths need no token', async () => {
     for (const path of ['/healthz', '/readyz', '/openapi.json']) {
       await anonymous(app).get(path).expect(200);
@@ -381,5 +429,37 @@ describe('the bootstrap admin key', () => {
     } finally {
       dir.remove();
     }
+  });
+
+  describe('a second first admin', () => {
+    // Its own database: the shared one already holds admin keys, and a first admin is minted only where none exists.
+    let t: TestApp;
+
+    beforeAll(async () => {
+      t = await createTestApp();
+    });
+
+    afterAll(async () => {
+      await t?.close();
+    });
+
+    it('never overwrites an existing admin.key: a second first admin goes to admin-2.key', async () => {
+      const dir = scratchDir('admin-key-twice', { 'admin.key': 'another database admin token\n' });
+      try {
+        const logger = pino({ level: 'silent' });
+        const file = await bootstrapAdminKey(
+          t.services.stores.keys,
+          { adminApiKey: undefined, dataDir: dir.path },
+          logger,
+        );
+        expect(file).toBe(dir.file('admin-2.key'));
+        expect(readFileSync(dir.file('admin.key'), 'utf8')).toBe('another database admin token\n');
+        expect(readdirSync(dir.path).sort()).toEqual(['admin-2.key', 'admin.key']);
+        const token = readFileSync(file!, 'utf8').trim();
+        expect((await request(t.app, token).get('/me').expect(200)).body.role).toBe('admin');
+      } finally {
+        dir.remove();
+      }
+    });
   });
 });

@@ -359,6 +359,18 @@ describe('permissions', () => {
     expect((await neg(c, { action: 'update-resource', args: { name: 'legacy-doc', data: 1 } })).status).toBe(403);
   });
 
+  it('lists one permission row per registered tool, even with a stored level of an unregistered tool', async () => {
+    const id = uniqueId('edge');
+    await request(t.app).post('/conversations').send({ id }).expect(201);
+    await t.db.pool.query(
+      "INSERT INTO tool_permissions (conversation_id, tool, level) VALUES ($1, 'retired-tool', 3)",
+      [id],
+    );
+    const res = await request(t.app).get(`/conversations/${id}/permissions`).expect(200);
+    const tools = (await request(t.app).get('/tools').expect(200)).body.tools.map((x: { name: string }) => x.name);
+    expect(res.body.tools.map((r: { tool: string }) => r.tool)).toEqual(tools);
+  });
+
   it('GET permissions and history of an unknown conversation: 404', async () => {
     const c = uniqueId('missing');
     expectProblem(await request(t.app).get(`/conversations/${c}/permissions`), 404, 'not_found');
@@ -486,6 +498,12 @@ describe('resources', () => {
     const c = uniqueId('res');
     expectValidationProblem(await request(t.app).put(resUrl(c, 'nodata')).send({}));
     expect((await request(t.app).get(resUrl(c, 'nodata'))).status).toBe(404);
+  });
+
+  it('PUT of a resource with null data stores null', async () => {
+    const id = uniqueId('edge');
+    const res = await request(t.app).put(`/conversations/${id}/resources/doc`).send({ data: null }).expect(201);
+    expect(res.body.data).toBeNull();
   });
 
   it.each([

@@ -165,6 +165,17 @@ describe('the shared context across the boundary', () => {
     await request(t.app).get(`/conversations/${c}/resources/x`).expect(404);
   });
 
+  it('a level-1 action cannot write through the shared context', async () => {
+    // list-resources is level 1; the data-tool's own actions never write from it,
+    // so this checks the context itself: a read-only context refuses writes.
+    const ctx = new ConversationSharedContext({
+      conversationId: uniqueId('edge'),
+      toolName: 'data-tool',
+      resources: t.services.resources,
+    });
+    await expect(ctx.createResource('x', 1)).rejects.toThrow(/Read-level action/);
+  });
+
   it('carries ToolError codes both ways', async () => {
     const c = uniqueId('codes');
     const missing = await neg(c, 'sandboxed-tool/read-doc', { name: 'nope' }).expect(404);

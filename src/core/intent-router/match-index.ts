@@ -209,35 +209,39 @@ function typoConfidence(distance: number, nameLength: number): number {
 export function boundedDamerau(a: string, b: string, max: number, rows: DistanceRows): number {
   if (Math.abs(a.length - b.length) > max) return max + 1;
   const over = max + 1;
-  let twoBack = rows[0];
-  let prev = rows[1];
-  let cur = rows[2];
-  for (let j = 0; j <= b.length; j++) prev[j] = Math.min(j, over);
+  // One object for the whole search, its row fields moved on each row (no allocation per row).
+  const row: BandRow = { a, b, i: 0, lo: 0, hi: 0, twoBack: rows[0], prev: rows[1], cur: rows[2] };
+  for (let j = 0; j <= b.length; j++) row.prev[j] = Math.min(j, over);
   for (let i = 1; i <= a.length; i++) {
-    const lo = Math.max(1, i - max);
-    const hi = Math.min(b.length, i + max);
-    cur[lo - 1] = lo === 1 ? i : over;
-    if (hi < b.length) cur[hi + 1] = over;
-    if (bandRow(a, b, i, lo, hi, twoBack, prev, cur) > max) return over;
-    const recycled = twoBack;
-    twoBack = prev;
-    prev = cur;
-    cur = recycled;
+    row.i = i;
+    row.lo = Math.max(1, i - max);
+    row.hi = Math.min(b.length, i + max);
+    row.cur[row.lo - 1] = row.lo === 1 ? i : over;
+    if (row.hi < b.length) row.cur[row.hi + 1] = over;
+    if (bandRow(row) > max) return over;
+    const recycled = row.twoBack;
+    row.twoBack = row.prev;
+    row.prev = row.cur;
+    row.cur = recycled;
   }
-  return Math.min(prev[b.length]!, over);
+  return Math.min(row.prev[b.length]!, over);
+}
+
+/** Row `i` of boundedDamerau's search: cells lo..hi of `cur` are filled from `prev` and `twoBack`. */
+interface BandRow {
+  a: string;
+  b: string;
+  i: number;
+  lo: number;
+  hi: number;
+  twoBack: Int32Array;
+  prev: Int32Array;
+  cur: Int32Array;
 }
 
 /** Fills cells lo..hi of row i and returns their minimum. */
-function bandRow(
-  a: string,
-  b: string,
-  i: number,
-  lo: number,
-  hi: number,
-  twoBack: Int32Array,
-  prev: Int32Array,
-  cur: Int32Array,
-): number {
+function bandRow(row: BandRow): number {
+  const { a, b, i, lo, hi, twoBack, prev, cur } = row;
   const ai = a.charCodeAt(i - 1);
   let rowMin = Number.MAX_SAFE_INTEGER;
   for (let j = lo; j <= hi; j++) {

@@ -17,6 +17,15 @@ export interface VersionCondition {
   notIn?: number[];
 }
 
+/** An update of one resource (ResourceStore.update): its new JSON text, by whom, and on which versions. */
+export interface ResourceUpdate {
+  conversationId: string;
+  name: string;
+  json: string;
+  by: string;
+  versions?: VersionCondition | undefined;
+}
+
 /**
  * A conversation's resources. Each method is one statement; without `tx` it
  * runs on its own (autocommit). Writes are decided by the statement itself
@@ -38,14 +47,7 @@ export interface ResourceStore {
    * Increments the version; undefined when missing, or (with `versions`) at
    * none of `versions.in` or at one of `versions.notIn`.
    */
-  update(
-    conversationId: string,
-    name: string,
-    json: string,
-    by: string,
-    versions?: VersionCondition,
-    tx?: Transaction,
-  ): Promise<Resource | undefined>;
+  update(w: ResourceUpdate, tx?: Transaction): Promise<Resource | undefined>;
   /**
    * Create or replace in one statement; `created` tells which happened. With
    * `notIn`, an existing row at one of those versions is left alone: undefined.

@@ -1,6 +1,12 @@
 /** The ResourceStore port in memory (src/db/resource-store.ts): each method one statement. */
 import { conversationNotFound } from '../../../src/core/errors';
-import type { ListResourcesOptions, ResourceStore, Transaction, VersionCondition } from '../../../src/core/ports';
+import type {
+  ListResourcesOptions,
+  ResourceStore,
+  ResourceUpdate,
+  Transaction,
+  VersionCondition,
+} from '../../../src/core/ports';
 import type { Resource } from '../../../src/core/tool-interface';
 import { type MemoryDb, key } from './db';
 
@@ -42,14 +48,8 @@ export class MemoryResourceStore implements ResourceStore {
     );
   }
 
-  update(
-    conversationId: string,
-    name: string,
-    json: string,
-    by: string,
-    versions?: VersionCondition,
-    tx?: Transaction,
-  ): Promise<Resource | undefined> {
+  update(w: ResourceUpdate, tx?: Transaction): Promise<Resource | undefined> {
+    const { conversationId, name, json, by, versions } = w;
     return Promise.resolve(
       this.db.statement(tx, () => {
         const r = this.db.resources.get(key(conversationId, name));
@@ -70,7 +70,7 @@ export class MemoryResourceStore implements ResourceStore {
   ): Promise<{ resource: Resource; created: boolean } | undefined> {
     const created = await this.create(conversationId, name, json, by);
     if (created) return { resource: created, created: true };
-    const updated = await this.update(conversationId, name, json, by, notIn ? { notIn } : undefined);
+    const updated = await this.update({ conversationId, name, json, by, versions: notIn ? { notIn } : undefined });
     return updated && { resource: updated, created: false };
   }
 
