@@ -87,7 +87,12 @@ export class SqlEventLog implements EventLog {
   }
 
   async head(): Promise<number> {
-    const { rows } = await translated(this.pool.query<{ id: string }>('SELECT coalesce(max(id), 0) AS id FROM events'));
+    // Past the purged ones too: with every event purged, a new one still comes after them.
+    const { rows } = await translated(
+      this.pool.query<{ id: string }>(
+        'SELECT greatest((SELECT max(id) FROM events), (SELECT purged_through FROM event_horizon WHERE id = 1), 0) AS id',
+      ),
+    );
     return Number(rows[0]?.id ?? 0);
   }
 
