@@ -9,14 +9,7 @@
 import type { Server } from 'node:http';
 import { request } from '../support/auth';
 import { uniqueId } from '../support/ids';
-import {
-  type MintedKey,
-  createConversation,
-  listen,
-  mintAgentKey,
-  mintKey,
-  stopListening,
-} from '../support/identity';
+import { type MintedKey, createConversation, listen, mintAgentKey, mintKey, stopListening } from '../support/identity';
 import { type SseStream, openSse } from '../support/sse';
 import { type TestApp, createTestApp } from '../support/test-app';
 
@@ -90,7 +83,9 @@ describe('events across replicas', () => {
       const e = await onB.next((x) => x.data.subject.name === name, 2000);
       latencies.push(e.receivedAt - sent);
     }
-    console.log(`resource.created on A → SSE on B: median ${median(latencies).toFixed(1)} ms (${latencies.length} runs)`);
+    console.log(
+      `resource.created on A → SSE on B: median ${median(latencies).toFixed(1)} ms (${latencies.length} runs)`,
+    );
     expect(Math.max(...latencies)).toBeLessThan(1000);
   });
 

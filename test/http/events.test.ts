@@ -66,7 +66,8 @@ function put(token: string, conversationId: string, name: string, data: unknown)
   return request(base, token).put(`/conversations/${conversationId}/resources/${name}`).send({ data });
 }
 
-const isResource = (name: string) => (e: SseEvent) => e.data.type.startsWith('resource.') && e.data.subject.name === name;
+const isResource = (name: string) => (e: SseEvent) =>
+  e.data.type.startsWith('resource.') && e.data.subject.name === name;
 
 describe('who may open which stream', () => {
   it.each([
@@ -90,8 +91,8 @@ describe('who may open which stream', () => {
     ['its owner', 200, () => alice.token],
     ['another user', 404, () => bob.token],
     ['its agent', 200, () => agentA.token],
-    [\"another conversation's agent\", 404, () => agentB.token],
-  ])("GET /conversations/{id}/events as %s: %i", async (_who, status, token) => {
+    ["another conversation's agent", 404, () => agentB.token],
+  ])('GET /conversations/{id}/events as %s: %i', async (_who, status, token) => {
     const s = await sse(`/conversations/${aliceConv}/events`, token());
     expect(s.status).toBe(status);
     if (status === 404) expect((await refusal(s)).code).toBe('not_found');
@@ -219,6 +220,22 @@ describe('resuming with Last-Event-ID', () => {
     expect((await again.next(isResource(name))).data.subject.version).toBe(4);
     expect(again.events.every((e) => Number(e.id) > Number(seen.id))).toBe(true);
     expect(again.events.some((e) => e.data.conversationId === bobConv)).toBe(false);
+  });
+  it("an ownerless (M4) conversation's events are admins' alone, replayed or live", async () => {
+    const m4 = uniqueId('m4');
+    // As the M4 migration left them: no owner, reached by admins only.
+    await t.db.pool.query('INSERT INTO conversations (id) VALUES ($1)', [m4]);
+    const name = uniqueId('legacy');
+    const start = await sse('/events', TEST_ADMIN_TOKEN);
+    await put(TEST_ADMIN_TOKEN, m4, name, 1).expect(201);
+    const seen = await start.next(isResource(name));
+    const from = String(Number(seen.id) - 1);
+    const user = await sse('/events', alice.token, { 'Last-Event-ID': from });
+    const admin = await sse('/events', TEST_ADMIN_TOKEN, { 'Last-Event-ID': from });
+    expect((await admin.next(isResource(name))).id).toBe(seen.id);
+    const mine = uniqueId('after');
+    await put(alice.token, aliceConv, mine, 1).expect(201);
+    expect((await user.next()).data.subject.name).toBe(mine);
   });
 });
 
