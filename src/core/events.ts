@@ -15,11 +15,11 @@
  * In-process consumers (held calls, a webhook outbox) read the same events
  * through listen(): every event of the log, unfiltered, in id order.
  */
-import type { ConversationAccess } from './access';
-import { RESERVED_CONVERSATION_ID, conversationNotFound } from './errors';
-import type { EventLog, EventWakeups, LoggedEvent, ReplayFilter } from './ports/events';
-import { type Principal, canSee, forbidden } from './principal';
+import { type StreamScope, canSeeEvent, replayFilter } from './event-access';
+import type { EventLog, EventWakeups, LoggedEvent } from './ports/events';
 import type { ToolLogger } from './tool-interface';
+
+export { type StreamScope, canSeeEvent, streamScope } from './event-access';
 
 /** Where one stream's events go (src/http/event-stream.ts writes them as SSE). */
 export interface EventSink {
@@ -30,12 +30,6 @@ export interface EventSink {
   /** Resolves once the client has taken what was sent (paces a replay). */
   drained(): Promise<void>;
   end(): void;
-}
-
-/** Whose stream, and of what: a conversation's (`GET /conversations/{id}/events`) or all the caller sees (`GET /events`). */
-export interface StreamScope {
-  principal: Principal;
-  conversationId?: string;
 }
 
 export interface EventFeedOptions {
@@ -52,51 +46,6 @@ const BATCH = 500;
 const PURGE_EVERY_MS = 60_000;
 /** Live events held for a subscriber still replaying; past this it is ended and resumes later. */
 const MAX_BUFFERED = 10_000;
-
-/**
- * May `p` see event `e` on a stream of `scope`? As the conversation itself
- * (canSee) by the owner recorded with the event; an event of a conversation
- * gone before it was numbered, only admins; an event of no conversation (a
- * participant's), users and admins on `GET /events`.
- */
-export function canSeeEvent(scope: StreamScope, e: LoggedEvent): boolean {
-  const p = scope.principal;
-  if (scope.conversationId !== undefined && e.conversationId !== scope.conversationId) return false;
-  if (e.conversationId === null) return scope.conversationId === undefined && p.role !== 'agent';
-  if (e.owner === undefined) return p.role === 'admin';
-  return canSee(p, e.conversationId, e.owner);
-}
-
-/**
- * The stream `p` may open: `GET /events` for users and admins (an agent 403);
- * a conversation's for whoever may see it (its agents included), the same 404
- * as the conversation's for anyone else, and for a conversation that does not exist.
- */
-export async function streamScope(
-  access: ConversationAccess,
-  p: Principal,
-  conversationId?: string,
-): Promise<StreamScope> {
-  if (conversationId === undefined) {
-    if (p.role === 'agent') {
-      throw forbidden(p, "read every conversation's events (its own: GET /conversations/{id}/events)");
-    }
-    return { principal: p };
-  }
-  if (conversationId === RESERVED_CONVERSATION_ID) throw conversationNotFound(conversationId);
-  await access.check(p, conversationId, 'read-resources', 'read its events');
-  // An admin passes the check without a read: the conversation must still exist.
-  if (p.role === 'admin' && (await access.ownerOf(conversationId)) === undefined) {
-    throw conversationNotFound(conversationId);
-  }
-  return { principal: p, conversationId };
-}
-
-/** The coarse filter of a replay for a scope (canSeeEvent decides each event). */
-function replayFilter(scope: StreamScope): ReplayFilter {
-  if (scope.conversationId !== undefined) return { conversationId: scope.conversationId };
-  return scope.principal.role === 'admin' ? {} : { owner: scope.principal.subject };
-}
 
 interface Subscriber {
   scope: StreamScope;
@@ -211,7 +160,12 @@ export class EventFeed {
 
   async close(): Promise<void> {
     this.closed = true;
-    for (const set of this.index.values()) for (const sub of set) sub.sink.end();
+    for (const set of this.index.values()) {
+      for (const sub of set) {
+        sub.closed = true;
+        sub.sink.end();
+      }
+    }
     this.index.clear();
     this.subscribers = 0;
     await this.stop();
@@ -284,6 +238,8 @@ export class EventFeed {
       this.pollAgain = false;
       this.schedule(0);
     } else if (this.active) this.schedule(this.opts.pollMs);
+    // Started for a stream that never opened (ready() alone): nothing holds the LISTEN connection open.
+    else void this.stop();
   }
 
   /** One event to the listeners and to the subscribers that may see it (each found by its index). */
