@@ -199,6 +199,37 @@ describe('what each stream sees', () => {
     const ids = got.map((e) => Number(e.id));
     expect([...ids].sort((a, b) => a - b)).toEqual(ids);
   });
+  it('a lapsed request is approval.expired, once a replica sweeps it', async () => {
+    const sweeping = await createTestApp({ APPROVAL_TTL_SECONDS: '1' }, { replicaOf: t, sweepApprovals: true });
+    try {
+      // A conversation of its own: the test before raised data-tool's level in alice's.
+      const lapsing = uniqueId('lapsing');
+      await createConversation(base, alice.token, lapsing);
+      const owner = await sse(`/conversations/${lapsing}/events`, alice.token);
+      const refused = await request(sweeping.app, alice.token)
+        .post(`/conversations/${lapsing}/negotiate`)
+        .send({ action: 'data-tool/update-resource', args: { name: uniqueId('n'), data: 1 } });
+      const id = refused.body.approval.id as string;
+      const expired = await owner.next((e) => e.data.type === 'approval.expired' && e.data.subject.id === id, 10_000);
+      expect(expired.data.subject).toMatchObject({ id, status: 'expired' });
+    } finally {
+      await sweeping.close();
+    }
+  });
+
+  it('deleting a conversation raises no resource.deleted for each of its resources', async () => {
+    const admin = await sse('/events', TEST_ADMIN_TOKEN);
+    const gone = uniqueId('gone');
+    await createConversation(base, alice.token, gone);
+    await put(alice.token, gone, 'a', 1).expect(201);
+    await put(alice.token, gone, 'b', 1).expect(201);
+    await request(base, alice.token).delete(`/conversations/${gone}`).expect(204);
+    const marker = uniqueId('marker');
+    await put(alice.token, aliceConv, marker, 1).expect(201);
+    await admin.next(isResource(marker));
+    const ofGone = admin.events.filter((e) => e.data.conversationId === gone).map((e) => e.data.type);
+    expect(ofGone).toEqual(['resource.created', 'resource.created']);
+  });
 });
 
 describe('resuming with Last-Event-ID', () => {
