@@ -23,7 +23,11 @@ export { type StreamScope, canSeeEvent, streamScope } from './event-access';
 
 /** Where one stream's events go (src/http/event-stream.ts writes them as SSE). */
 export interface EventSink {
-  /** Hands over one event; false when the client cannot keep up (the stream is then ended: it resumes later). */
+  /**
+   * Hands over one event; false while the client has not taken what was sent
+   * (a replay then waits for drained()). A client too far behind is
+   * disconnected by the sink itself: it resumes later with Last-Event-ID.
+   */
   send(e: LoggedEvent): boolean;
   /** A note for the client (an SSE comment). */
   comment(text: string): void;
@@ -272,7 +276,7 @@ export class EventFeed {
       return;
     }
     sub.lastSent = e.id;
-    if (!sub.sink.send(e)) sub.sink.end();
+    sub.sink.send(e);
   }
 
   /** Replays (from, upTo] from the log, page by page at the client's pace, then what arrived meanwhile. */

@@ -168,9 +168,11 @@ export class EventStreams {
 function sinkOf(res: Response): EventSink {
   return {
     send: (e) => {
-      if (res.writableEnded) return true;
-      res.write(frameOf(e));
-      return res.writableLength <= MAX_UNSENT_BYTES;
+      if (res.writableEnded || res.destroyed) return true;
+      const below = res.write(frameOf(e));
+      // Too far behind: cut off (not ended: an end would wait for the client to take it all).
+      if (res.writableLength > MAX_UNSENT_BYTES) res.destroy();
+      return below;
     },
     comment: (text) => {
       if (!res.writableEnded) res.write(commentFrame(text));
