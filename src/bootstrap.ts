@@ -7,10 +7,12 @@ import { Authenticator, type AuthenticatorOptions } from './auth/authenticator';
 import { createJwtVerifier, looksLikeJwt } from './auth/jwt';
 import type { Config } from './config';
 import { ConversationAccess } from './core/access';
+import { ApprovalInbox } from './core/approval-inbox';
 import { ApprovalService } from './core/approvals';
 import { AuditService } from './core/audit';
 import { ConversationManager } from './core/conversation-manager';
 import { ConversationService } from './core/conversations';
+import { EventFeed } from './core/events';
 import { IdempotentNegotiation } from './core/idempotency';
 import { KeyService } from './core/keys';
 import { PermissionService } from './core/permissions';
@@ -20,6 +22,8 @@ import { ToolRegistry, type ToolRegistryOptions } from './core/tool-registry';
 import type { Database } from './db/database';
 import { SqlApprovalStore, countPendingApprovals } from './db/approval-store';
 import { AUDIT_DEFAULTS, type AuditStoreOptions, SqlAuditStore } from './db/audit-store';
+import { SqlEventLog } from './db/event-log';
+import { eventWakeups } from './db/event-wakeups';
 import { negotiationStatus } from './http/negotiate-status';
 import { PROBLEM_STATUS, type ProblemCode } from './http/problem';
 import { openStores } from './db/stores';
@@ -28,6 +32,13 @@ import type { Services } from './services';
 import { Metrics } from './observability/metrics';
 import { negotiationObserver } from './observability/observer';
 import { activeTracing } from './observability/tracing-state';
+
+/**
+ * How often each replica reads the event log while it serves a stream: the
+ * 1 s delivery bound with room to spare, at one indexed query per replica (a
+ * notification reads it at once: approvals, batches another replica numbered).
+ */
+const EVENTS_POLL_MS = 250;
 
 export interface Wired {
   services: Services;
@@ -76,8 +87,9 @@ export function wireServices(
     tools: () => catalog.snapshot().set.tools.map((t) => t.name),
     audit,
   });
+  const approvalStore = new SqlApprovalStore(db.pool);
   const approvals = new ApprovalService(
-    new SqlApprovalStore(db.pool),
+    approvalStore,
     stores.conversations,
     { ttlSeconds: config.approvalTtlSeconds, logger: logger.child({ component: 'approvals' }) },
     { levels: permissions, units: stores.units, audit },
@@ -105,6 +117,15 @@ export function wireServices(
     negotiate: (p, id, req, keeper, meta) => manager.negotiate(p, id, req, { keeper, meta }),
     statusOf: negotiationStatus,
   });
+  const events = new EventFeed(
+    new SqlEventLog(db.pool),
+    {
+      pollMs: EVENTS_POLL_MS,
+      retentionHours: config.eventsRetentionHours,
+      logger: logger.child({ component: 'events' }),
+    },
+    eventWakeups(db, logger.child({ component: 'events' })),
+  );
   const keys = new KeyService(stores.keys, access, audit);
   const authenticator = new Authenticator(
     stores.keys,
@@ -126,6 +147,8 @@ export function wireServices(
       keys,
       authenticator,
       approvals,
+      inbox: new ApprovalInbox(approvalStore),
+      events,
       permissions,
       conversations,
       audit,

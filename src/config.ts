@@ -84,6 +84,10 @@ export const ZConfig = z.object({
   MCP_MAX_STREAMS_PER_OWNER: z.coerce.number().int().min(1).max(100000).default(64),
   /** A pending approval request lapses after this; an hour gives a person time to look. */
   APPROVAL_TTL_SECONDS: z.coerce.number().int().min(1).max(31_536_000).default(3600),
+  /** Events (GET /events) are kept this long for Last-Event-ID resumes; a day covers a client offline overnight. */
+  EVENTS_RETENTION_HOURS: z.coerce.number().int().min(1).max(8760).default(24),
+  /** Open event streams (GET /events, GET /conversations/{id}/events) one principal may hold on this replica. */
+  EVENTS_MAX_STREAMS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(100000).default(16),
   /** GET /metrics (Prometheus); false: no metrics are kept and the path is a 404. */
   METRICS_ENABLED: ZBoolean.default(true),
 });
@@ -122,6 +126,8 @@ export interface Config {
   /** Open MCP streams of one owner's keys together: its user keys and its conversations' agent keys (JWTs by subject). */
   mcpMaxStreamsPerOwner: number;
   approvalTtlSeconds: number;
+  eventsRetentionHours: number;
+  eventsMaxStreamsPerPrincipal: number;
   metricsEnabled: boolean;
   /** express's `trust proxy` setting. */
   trustProxy: boolean | number | string;
@@ -220,6 +226,8 @@ function toConfig(c: TEnv): Config {
     mcpMaxStreamsPerPrincipal: c.MCP_MAX_STREAMS_PER_PRINCIPAL,
     mcpMaxStreamsPerOwner: c.MCP_MAX_STREAMS_PER_OWNER,
     approvalTtlSeconds: c.APPROVAL_TTL_SECONDS,
+    eventsRetentionHours: c.EVENTS_RETENTION_HOURS,
+    eventsMaxStreamsPerPrincipal: c.EVENTS_MAX_STREAMS_PER_PRINCIPAL,
     metricsEnabled: c.METRICS_ENABLED,
     trustProxy:
       c.TRUST_PROXY === 'true'

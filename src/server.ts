@@ -24,6 +24,7 @@ import { wireServices } from './bootstrap';
 import { bootstrapAdminKey } from './auth/bootstrap-admin';
 import { defaultAllowedHostsWarning } from './http/host-origin';
 import { closeMcpSessions, followToolSetChanges } from './mcp/conversation-mcp';
+import { closeEventStreams } from './http/event-stream';
 import { activeTracing } from './observability/tracing-state';
 
 async function main(): Promise<void> {
@@ -64,6 +65,7 @@ async function main(): Promise<void> {
     services.authenticator.stop();
     services.idempotency.stopPurge();
     services.approvals.stopSweeper();
+    await services.events.close();
     await registry.close();
     // Queued audit entries are written (and sealed) before the pool closes.
     await services.audit.close();
@@ -78,8 +80,11 @@ async function main(): Promise<void> {
   const stopping = new AbortController();
   installShutdown(
     server,
-    // MCP sessions hold open SSE streams: end them first, or close() waits out the grace period.
-    () => closeMcpSessions(services),
+    // MCP sessions and event streams hold open SSE streams: end them first, or close() waits out the grace period.
+    () => {
+      closeEventStreams(services);
+      return closeMcpSessions(services);
+    },
     closeResources,
     config.shutdownGraceMs,
     logger,
@@ -115,6 +120,8 @@ async function main(): Promise<void> {
   services.authenticator.start();
   services.idempotency.startPurge((err) => logger.warn({ err }, 'Purging expired idempotency keys failed'));
   services.approvals.startSweeper();
+  // Events are numbered and purged while nobody listens too (and resumed streams find them).
+  services.events.hold();
   // Another replica's tool-set change reaches this one (which reloads) even while no client listens.
   followToolSetChanges(services);
   started = true;

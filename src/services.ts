@@ -5,10 +5,12 @@
 import type { Authenticator } from './auth/authenticator';
 import type { Config } from './config';
 import type { ConversationAccess } from './core/access';
+import type { ApprovalInbox } from './core/approval-inbox';
 import type { ApprovalService } from './core/approvals';
 import type { AuditService } from './core/audit';
 import type { ConversationManager } from './core/conversation-manager';
 import type { ConversationService } from './core/conversations';
+import type { EventFeed } from './core/events';
 import type { IdempotentNegotiation } from './core/idempotency';
 import type { KeyService } from './core/keys';
 import type { PermissionService } from './core/permissions';
@@ -35,6 +37,10 @@ export interface Services {
   keys: KeyService;
   /** Approval requests, decisions, and the sweep of lapsed ones (started with the authenticator). */
   approvals: ApprovalService;
+  /** GET /approvals: the approvals of every conversation the caller owns (admins: all). */
+  inbox: ApprovalInbox;
+  /** The event feed (GET /events): this replica's one reader of the event log, fanned out to its streams. */
+  events: EventFeed;
   /** Conversations: list, create, read, delete, state (who may, and their audit). */
   conversations: ConversationService;
   /** Levels (read, history, set: the one home of a level change). */

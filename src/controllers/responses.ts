@@ -128,3 +128,21 @@ export interface ResourcePage {
   /** Pass as `cursor` for the next page; null on the last page. */
   nextCursor: string | null;
 }
+
+/** One page of the approvals inbox (GET /approvals). */
+export interface ApprovalInboxPage {
+  /** Newest first. */
+  approvals: ApprovalView[];
+  /** Pass as `cursor` for the next page; null on the last page. */
+  nextCursor: string | null;
+}
+
+/**
+ * A text/event-stream (Server-Sent Events): for each event `id:` (global and increasing: send it back as
+ * Last-Event-ID to resume, on any replica), `event:` (its type) and one `data:` line, the JSON
+ * `{ type, conversationId, at, subject }`, where `subject` is the approval (as GET …/approvals/{approvalId}
+ * gives it), the resource without `data`, the permission change (`{ tool, fromLevel, toLevel, at, actor }`),
+ * or the participant concerned. Comment lines (`:`) keep the connection alive (every 15 s) or note that a
+ * resume started after events no longer kept (EVENTS_RETENTION_HOURS).
+ */
+export type EventStream = string;

@@ -65,3 +65,9 @@ export type { Resource } from '../core/tool-interface';
  * @maxLength 4096
  */
 export type EntityTags = string;
+
+/**
+ * The id of the last event received (an SSE Last-Event-ID): a non-negative integer.
+ * @pattern ^[0-9]{1,16}$ must be the id of an event this API sent (a non-negative integer)
+ */
+export type EventId = string;

@@ -12,10 +12,12 @@ import { newApprovalId } from '../core/approvals';
 import type {
   Approval,
   ApprovalRequest,
+  ApprovalInboxStore,
   ApprovalStatus,
   ApprovalStore,
   Decision,
   DecisionOutcome,
+  InboxQuery,
   SettledCall,
   Transaction,
 } from '../core/ports';
@@ -23,7 +25,7 @@ import type { Level } from '../core/tool-interface';
 import { clientOf, translateError, translated, type Queryable } from './sql';
 import { LazyTransaction } from './unit-of-work';
 
-interface ApprovalRow {
+export interface ApprovalRow {
   id: string;
   conversation_id: string;
   kind: 'call' | 'upgrade';
@@ -49,7 +51,7 @@ const COLUMNS = `id, conversation_id, kind, tool, action, args, args_digest, req
   CASE WHEN status IN ('pending', 'approved') AND scope IS DISTINCT FROM 'conversation' AND expires_at <= now()
        THEN 'expired' ELSE status END AS status`;
 
-function toApproval(r: ApprovalRow): Approval {
+export function toApproval(r: ApprovalRow): Approval {
   return {
     id: r.id,
     conversationId: r.conversation_id,
@@ -102,7 +104,19 @@ const SWEEP_REQUESTS = `
     WHERE status IN ('pending', 'approved') AND scope IS DISTINCT FROM 'conversation' AND expires_at <= now()
     LIMIT 1000 FOR UPDATE SKIP LOCKED)`;
 
-export class SqlApprovalStore implements ApprovalStore {
+/**
+ * The inbox: one owner's conversations (or all), newest first, after the cursor. The cursor's
+ * condition and the order read the (created_at, id) index; the status is the one COLUMNS computes.
+ */
+const INBOX = `
+  SELECT * FROM (
+    SELECT ${COLUMNS} FROM approvals
+    WHERE ($1::text IS NULL OR conversation_id IN (SELECT c.id FROM conversations c WHERE c.owner = $1))
+      AND ($2::timestamptz IS NULL OR (created_at, id) < ($2::timestamptz, $3::text))) a
+  WHERE $4::text IS NULL OR status = $4
+  ORDER BY created_at DESC, id DESC LIMIT $5`;
+
+export class SqlApprovalStore implements ApprovalStore, ApprovalInboxStore {
   constructor(private readonly pool: Pool) {}
 
   async request(r: ApprovalRequest, ttlSeconds: number): Promise<Approval> {
@@ -148,6 +162,19 @@ export class SqlApprovalStore implements ApprovalStore {
          ORDER BY created_at DESC, id DESC LIMIT $3`,
         [conversationId, status ?? null, limit],
       ),
+    );
+    return res.rows.map(toApproval);
+  }
+
+  async inbox(q: InboxQuery): Promise<Approval[]> {
+    const res = await translated(
+      this.pool.query<ApprovalRow>(INBOX, [
+        q.owner ?? null,
+        q.before ? new Date(q.before.createdAt) : null,
+        q.before?.id ?? null,
+        q.status ?? null,
+        q.limit,
+      ]),
     );
     return res.rows.map(toApproval);
   }

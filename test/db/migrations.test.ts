@@ -19,6 +19,7 @@ const ALL = [
   '20260404000000_reserve_system_chain',
   '20260405000000_audit_seal_in_database',
   '20260406000000_approvals_per_principal',
+  '20260407000000_events',
 ];
 
 async function query<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
@@ -67,6 +68,9 @@ describe('db:migrate', () => {
       'audit_log',
       'audit_pending',
       'conversations',
+      'event_horizon',
+      'event_pending',
+      'events',
       'idempotency_keys',
       'permission_history',
       'resources',

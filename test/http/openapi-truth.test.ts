@@ -25,6 +25,9 @@ import {
   unknownKeywords,
 } from '../support/openapi-schema';
 import { type TestApp, createTestApp } from '../support/test-app';
+import { bearer } from '../support/auth';
+import { listen, stopListening } from '../support/identity';
+import { openSse } from '../support/sse';
 
 const BODY_LIMIT = 4096;
 
@@ -94,6 +97,24 @@ function expectDeclared(res: Response, method: string, path: string): void {
   expect({ what, type, declared: media.includes(type) }).toEqual({ what, type, declared: true });
 }
 
+/** An operation answering Server-Sent Events: a stream that stays open, so its probe reads the headers and leaves. */
+function isEventStream(op: Operation): boolean {
+  const ok = op.responses['200'];
+  return ok !== undefined && Object.keys(declaredResponse(ok).content ?? {}).includes('text/event-stream');
+}
+
+async function probeEventStream(method: string, path: string): Promise<void> {
+  const { server, base } = await listen(t.app);
+  try {
+    const s = await openSse(`${base}${path}`, bearer());
+    s.close();
+    expectDeclared({ status: s.status, headers: s.headers, body: {} } as unknown as Response, method, path);
+    expect(s.status).toBe(200);
+  } finally {
+    await stopListening(server);
+  }
+}
+
 type Method = 'get' | 'post' | 'put' | 'delete' | 'patch' | 'options' | 'head';
 
 function send(method: Method, path: string, token?: string | null) {
@@ -112,6 +133,7 @@ describe('every operation', () => {
   });
 
   it.each(byName)('%s: a request as the spec describes it gets a declared status', async (_name, o) => {
+    if (isEventStream(o.op)) return probeEventStream(o.method, concrete(o.path));
     // A DELETE takes a conversation of its own: the other probes need theirs.
     const own = uniqueId('truth-own');
     if (o.method === 'delete') await request(t.app).put(`/conversations/${own}/resources/doc`).send({ data: 1 });

@@ -83,6 +83,7 @@ export async function createTestApp(env: Record<string, string> = {}, options: T
     close: async () => {
       services.authenticator.stop();
       services.approvals.stopSweeper();
+      await services.events.close();
       await registry.close();
       await services.audit.close();
       await db.close();

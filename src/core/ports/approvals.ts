@@ -83,3 +83,18 @@ export interface ApprovalStore {
   /** Expires lapsed requests (how many); safe on every replica at once. */
   sweep(): Promise<number>;
 }
+
+/** One page of the approvals inbox (GET /approvals): newest first, before the cursor. */
+export interface InboxQuery {
+  /** Only the conversations this subject owns (a user's inbox); absent: all (an admin's). */
+  owner?: string;
+  status?: ApprovalStatus;
+  /** The last approval of the previous page. */
+  before?: { createdAt: number; id: string };
+  limit: number;
+}
+
+/** The inbox across conversations (src/db/approval-store.ts). */
+export interface ApprovalInboxStore {
+  inbox(q: InboxQuery): Promise<Approval[]>;
+}

@@ -11,6 +11,7 @@ import type { UnitsOfWork } from './units';
 
 export type * from './approvals';
 export type * from './audit';
+export type * from './events';
 export type * from './idempotency';
 export type * from './stores';
 export type * from './units';
