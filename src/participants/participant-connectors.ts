@@ -5,10 +5,10 @@
  * child spawned without a shell with only the given environment.
  */
 import type { ToolLogger } from '../core/tool-interface';
-import { createMcpHttpConnector, createMcpStdioConnector } from './mcp-upstream';
+import { createMcpHttpConnector } from './mcp-upstream';
 import { createOpenApiConnector } from './openapi-upstream';
 import type { ParticipantRecord, ParticipantSecrets } from './participant-records';
-import type { UpstreamConnector } from './upstream';
+import { UpstreamUnavailableError, type UpstreamConnector } from './upstream';
 
 export interface ConnectorDeps {
   /** The address-guarded fetch (address-rules.ts). */
@@ -25,16 +25,16 @@ export function makeConnector(
   const logger = deps.logger;
   switch (record.transport) {
     case 'mcp-http':
-      return createMcpHttpConnector({ participant, url: config.url!, headers: secrets.headers, fetch: deps.fetch, logger });
-    case 'mcp-stdio':
-      return createMcpStdioConnector({
+      return createMcpHttpConnector({
         participant,
-        command: config.command!,
-        args: config.args ?? [],
-        ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
-        env: secrets.env,
+        url: config.url!,
+        headers: secrets.headers,
+        fetch: deps.fetch,
         logger,
       });
+    case 'mcp-stdio':
+      // TODO(p-mcp): createMcpStdioConnector once merged.
+      throw new UpstreamUnavailableError('the mcp-stdio transport is not available yet');
     case 'openapi':
       return createOpenApiConnector({
         participant,

@@ -129,7 +129,10 @@ export class ParticipantLive implements RemoteToolSource {
     await this.storeState(name, l.runtime, Date.now());
     if (!outcome) return;
     for (const action of outcome.quarantined) {
-      this.deps.logger.warn({ participant: name, action }, `Participant ${name}: ${action} changed upstream; quarantined`);
+      this.deps.logger.warn(
+        { participant: name, action },
+        `Participant ${name}: ${action} changed upstream; quarantined`,
+      );
       await this.deps.audit.record('participant.action_quarantined', {
         conversationId: SYSTEM_CHAIN,
         actor: 'system:refresh',
@@ -167,7 +170,7 @@ export class ParticipantLive implements RemoteToolSource {
     this.pendingRefresh.clear();
     const all = [...this.live.values()];
     this.live.clear();
-    await Promise.all(all.map((l) => l.runtime?.close()));
+    await Promise.all(all.map((l) => l.runtime?.close() ?? Promise.resolve()));
   }
 
   /** Puts a participant in place; true when it got a new runtime (to connect). */

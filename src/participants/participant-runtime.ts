@@ -60,7 +60,8 @@ export class ParticipantRuntime implements ParticipantCaller {
 
   /** Connects (once; again after a failure). Throws UpstreamUnavailableError when it cannot. */
   start(): Promise<UpstreamConnector> {
-    if (this.closed) return Promise.reject(new UpstreamUnavailableError(`Participant ${this.opts.participant} is closed`));
+    if (this.closed)
+      return Promise.reject(new UpstreamUnavailableError(`Participant ${this.opts.participant} is closed`));
     if (this.connector) return Promise.resolve(this.connector);
     this.starting ??= this.connect().finally(() => (this.starting = undefined));
     return this.starting;
@@ -117,7 +118,10 @@ export class ParticipantRuntime implements ParticipantCaller {
       }
       if (isTimeout(err)) {
         outcome = 'timeout';
-        throw new Error(`Participant ${this.opts.participant} did not answer ${upstreamName} within ${options.timeoutMs} ms`);
+        throw new Error(
+          `Participant ${this.opts.participant} did not answer ${upstreamName} within ${options.timeoutMs} ms`,
+          { cause: err },
+        );
       }
       throw err;
     } finally {
@@ -134,13 +138,16 @@ export class ParticipantRuntime implements ParticipantCaller {
   }
 
   private async connect(): Promise<UpstreamConnector> {
-    const connector = this.opts.makeConnector();
+    let connector: UpstreamConnector | undefined;
     try {
+      connector = this.opts.makeConnector();
       await connector.start();
     } catch (err) {
-      await connector.close().catch(() => undefined);
+      await connector?.close().catch(() => undefined);
       this.setState('failing', safeMessage(err));
-      throw err instanceof UpstreamUnavailableError ? err : new UpstreamUnavailableError(safeMessage(err), { cause: err });
+      throw err instanceof UpstreamUnavailableError
+        ? err
+        : new UpstreamUnavailableError(safeMessage(err), { cause: err });
     }
     if (this.closed) {
       await connector.close().catch(() => undefined);

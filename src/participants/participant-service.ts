@@ -122,16 +122,21 @@ export class ParticipantService {
     const patch = validatePatch(body);
     const current = await this.record(name);
     if (patch.transport !== undefined && patch.transport !== current.transport) {
-      throw new AppError('validation_failed', 'transport: cannot be changed; delete the participant and register it again', [
-        { path: 'transport', message: 'cannot be changed' },
-      ]);
+      throw new AppError(
+        'validation_failed',
+        'transport: cannot be changed; delete the participant and register it again',
+        [{ path: 'transport', message: 'cannot be changed' }],
+      );
     }
     const merged = applyPatch(bodyOf(current, this.deps.live.secretsOf(current)), patch);
     const checked = validateParticipant(merged, this.deps.checkUrl);
-    const { status: _status, lastError: _e, protocolVersion: _v, serverInfo: _s, ...changes } = recordOf(
-      checked,
-      this.deps.box(),
-    );
+    const {
+      status: _status,
+      lastError: _e,
+      protocolVersion: _v,
+      serverInfo: _s,
+      ...changes
+    } = recordOf(checked, this.deps.box());
     const updated = await this.deps.store.update(name, changes);
     if (!updated) throw notFound(name);
     await this.changed(p, 'participant.changed', name, requestId);

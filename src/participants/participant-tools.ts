@@ -12,7 +12,7 @@
  */
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { providerName, qualifiedName } from '../core/naming';
+import { compareNames, providerName, qualifiedName } from '../core/naming';
 import type { LoadedAction, LoadedTool, ParseArgsResult, RunCall } from '../core/tool-module';
 import type { ToolLogger } from '../core/tool-interface';
 import type { ActionRecord, Level, ParticipantRecord } from './participant-records';
@@ -170,10 +170,10 @@ export function participantTool(input: ParticipantToolInput): LoadedTool | undef
     if (def && keeps(record, a)) actions.push(makeAction(input, a, def));
   }
   if (actions.length === 0) return undefined;
-  actions.sort((x, y) => (x.name < y.name ? -1 : x.name > y.name ? 1 : 0));
+  actions.sort((x, y) => compareNames(x.name, y.name));
   return Object.freeze({
     name: record.name,
-    version: String(record.serverInfo?.version ?? '1'),
+    version: typeof record.serverInfo?.version === 'string' ? record.serverInfo.version : '1',
     description: record.description || `Participant ${record.name} (${record.transport})`,
     actions: Object.freeze(actions),
     source: `participant:${record.name}`,

@@ -14,7 +14,10 @@ import { MAX_NAME_LENGTH, TOOL_NAME_RE } from '../core/naming';
 const ZHeaderName = z.string().regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]{1,128}$/, 'must be an HTTP header name');
 const ZEnvName = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name');
 // No line breaks or NULs: a header value must not smuggle another header; an env value must reach the child whole.
-const ZSecretValue = z.string().max(8192).regex(/^[^\r\n\0]*$/, 'must hold no line break or NUL');
+const ZSecretValue = z
+  .string()
+  .max(8192)
+  .regex(/^[^\r\n\0]*$/, 'must hold no line break or NUL');
 const ZLevel = z.literal([1, 2, 3]);
 const ZNames = z.array(z.string().min(1).max(256)).max(1000);
 

@@ -5,7 +5,7 @@
  * replica's own, live, when it runs the participant.
  */
 import type { ActionRecord, ParticipantRecord, ParticipantSecrets, ParticipantStatus } from './participant-records';
-import { definitionOf, levelOf } from './participant-tools';
+import { levelOf } from './participant-tools';
 import type { TParticipantBody } from './participant-validation';
 import type { UpstreamInfo } from './upstream';
 
@@ -98,7 +98,7 @@ export function participantView(
 
 export function actionDefinitionView(record: ParticipantRecord, a: ActionRecord): ActionDefinitionView {
   const defOf = (stored: Record<string, unknown> | null): Record<string, unknown> =>
-    ((stored as { definition?: Record<string, unknown> } | null)?.definition ?? {});
+    (stored as { definition?: Record<string, unknown> } | null)?.definition ?? {};
   return {
     participant: record.name,
     name: a.action,
@@ -127,5 +127,3 @@ export function bodyOf(record: ParticipantRecord, secrets: ParticipantSecrets): 
   if (record.timeoutMs !== null) body.timeoutMs = record.timeoutMs;
   return body as TParticipantBody;
 }
-
-export { definitionOf };

@@ -87,7 +87,8 @@ export class Participants {
     });
     const box = SecretBox.fromKey(key);
     checkFingerprint(await this.opts.store.fingerprint(box.fingerprint), box);
-    if (source === 'generated') this.opts.logger.info('No SECRETS_KEY: generated one into DATA_DIR/secrets.key (mode 0600)');
+    if (source === 'generated')
+      this.opts.logger.info('No SECRETS_KEY: generated one into DATA_DIR/secrets.key (mode 0600)');
     this.box = box;
     this.opts.registry.attachRemoteSource(this.live);
     await this.live.load();
