@@ -71,7 +71,9 @@ function route(req: IncomingMessage, res: ServerResponse, body: string): void {
     return json(200, { query: [...url.searchParams.entries()], requestId: req.headers['x-request-id'] ?? null });
   }
   if (req.method === 'GET' && petId) {
-    return petId === '404' ? json(404, { error: 'no such pet', secret: 's3cr3t' }) : json(200, { id: decodeURIComponent(petId) });
+    return petId === '404'
+      ? json(404, { error: 'no such pet', secret: 's3cr3t' })
+      : json(200, { id: decodeURIComponent(petId) });
   }
   if (req.method === 'POST' && url.pathname === '/pets') return json(201, { created: JSON.parse(body) as unknown });
   if (req.method === 'PUT' && /^\/pets\/[^/]+\/tags$/.test(url.pathname)) return json(200, JSON.parse(body));
