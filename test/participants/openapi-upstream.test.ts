@@ -5,7 +5,6 @@
 import { stringify as toYaml } from 'yaml';
 import {
   createOpenApiConnector,
-  OpenApiDocumentError,
   UpstreamTimeoutError,
   type OpenApiConnectorOptions,
 } from '../../src/participants/openapi-upstream';
