@@ -64,8 +64,9 @@ export async function startPetsApi(): Promise<PetsApi> {
 
 function route(req: IncomingMessage, res: ServerResponse, body: string): void {
   const url = new URL(req.url ?? '/', 'http://x');
-  const json = (status: number, value: unknown) =>
+  const json = (status: number, value: unknown): void => {
     res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(value));
+  };
   const petId = /^\/pets\/([^/]+)$/.exec(url.pathname)?.[1];
   if (req.method === 'GET' && url.pathname === '/pets') {
     return json(200, { query: [...url.searchParams.entries()], requestId: req.headers['x-request-id'] ?? null });
