@@ -8,6 +8,7 @@ import {
   UpstreamTimeoutError,
   type OpenApiConnectorOptions,
 } from '../../src/participants/openapi-upstream';
+import { createGuardedFetch, type GuardedFetch } from '../../src/participants/address-rules';
 import { UpstreamUnavailableError, type UpstreamConnector } from '../../src/participants/upstream';
 import { petsDocument30, petsDocument31, refusedUrl, startPetsApi, type PetsApi } from './openapi-fixtures';
 
@@ -20,12 +21,15 @@ const logger = {
 };
 
 let api: PetsApi;
+/** The fetch the service passes: it refuses link-local and metadata addresses, also after redirects. */
+let guarded: GuardedFetch;
 beforeAll(async () => {
+  guarded = createGuardedFetch({ allowedHosts: [] });
   api = await startPetsApi();
   api.served.set('/openapi.json', { type: 'application/json', text: JSON.stringify(petsDocument30()) });
   api.served.set('/v31/openapi.yaml', { type: 'application/yaml', text: toYaml(petsDocument31([{ url: '../' }])) });
 });
-afterAll(() => api.close());
+afterAll(() => Promise.all([api.close(), guarded.close()]));
 
 const call = (c: UpstreamConnector, name: string, args: Record<string, unknown> = {}, timeoutMs = 5000) =>
   c.call(name, args, { signal: new AbortController().signal, timeoutMs });
@@ -39,6 +43,7 @@ async function started(options: Partial<OpenApiConnectorOptions>): Promise<Upstr
 const variants = [
   ['3.0 inline', () => ({ spec: petsDocument30(), baseUrl: api.url })],
   ['3.0 by specUrl (JSON)', () => ({ specUrl: `${api.url}/openapi.json` })],
+  ['3.0 by specUrl through the guarded fetch', () => ({ specUrl: `${api.url}/openapi.json`, fetch: guarded })],
   ['3.1 inline', () => ({ spec: petsDocument31([{ url: '{scheme}://{host}', variables: vars() }]) })],
   ['3.1 by specUrl (YAML, relative server)', () => ({ specUrl: `${api.url}/v31/openapi.yaml` })],
 ] as const;
@@ -174,8 +179,11 @@ describe.each(variants)('OpenAPI %s', (_label, options) => {
 });
 
 describe('OpenAPI calls that do not finish', () => {
-  it('aborts a call past its timeout upstream and throws UpstreamTimeoutError', async () => {
-    const connector = await started({ spec: petsDocument30(), baseUrl: api.url });
+  it.each([
+    ['global fetch', () => fetch],
+    ['guarded fetch', () => guarded],
+  ])('aborts a call past its timeout upstream and throws UpstreamTimeoutError (%s)', async (_label, fetchFn) => {
+    const connector = await started({ spec: petsDocument30(), baseUrl: api.url, fetch: fetchFn() });
     const closed = api.slowClosed();
     const error = await call(connector, 'slow', {}, 200).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(UpstreamTimeoutError);
@@ -214,3 +222,24 @@ async function waitFor(condition: () => boolean, deadlineMs = 5000): Promise<voi
     await new Promise((r) => setImmediate(r));
   }
 }
+
+describe('OpenAPI behind the guarded fetch', () => {
+  const metadata = 'http://169.254.169.254/latest/meta-data/';
+
+  it('refuses a specUrl that redirects to the metadata address', async () => {
+    api.served.set('/to-metadata.json', { type: 'text/plain', text: '', status: 302, location: metadata });
+    const start = started({ specUrl: `${api.url}/to-metadata.json`, fetch: guarded });
+    await expect(start).rejects.toBeInstanceOf(UpstreamUnavailableError);
+    await expect(start).rejects.toThrow('address refused: 169.254.169.254');
+  });
+
+  it('refuses a call that the API redirects to the metadata address', async () => {
+    api.served.set('/moved-to-metadata', { type: 'text/plain', text: '', status: 307, location: metadata });
+    const paths = { '/moved-to-metadata': { get: { operationId: 'sneaky', responses: {} } } };
+    const spec = { openapi: '3.1.0', info: { title: 't', version: '1' }, paths };
+    const connector = await started({ spec, baseUrl: api.url, fetch: guarded });
+    const error = await call(connector, 'sneaky').catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(UpstreamUnavailableError);
+    expect((error as Error).message).toBe('Participant pets cannot be reached (sneaky)');
+  });
+});
