@@ -23,6 +23,8 @@ import { AUDIT_DEFAULTS, type AuditStoreOptions, SqlAuditStore } from './db/audi
 import { negotiationStatus } from './http/negotiate-status';
 import { PROBLEM_STATUS, type ProblemCode } from './http/problem';
 import { openStores } from './db/stores';
+import { SqlParticipantStore } from './db/participant-store';
+import { Participants } from './participants/participants';
 import type { Logger } from './logger';
 import type { Services } from './services';
 import { Metrics } from './observability/metrics';
@@ -106,6 +108,14 @@ export function wireServices(
     statusOf: negotiationStatus,
   });
   const keys = new KeyService(stores.keys, access, audit);
+  const participants = new Participants({
+    store: new SqlParticipantStore(db.pool),
+    registry,
+    audit,
+    logger: logger.child({ component: 'participants' }),
+    metrics: metrics?.participants,
+    config,
+  });
   const authenticator = new Authenticator(
     stores.keys,
     logger.child({ component: 'auth' }),
@@ -132,6 +142,7 @@ export function wireServices(
       conversations,
       audit,
       metrics,
+      participants,
     },
     registry,
   };

@@ -86,10 +86,19 @@ export const ZConfig = z.object({
   APPROVAL_TTL_SECONDS: z.coerce.number().int().min(1).max(31_536_000).default(3600),
   /** GET /metrics (Prometheus); false: no metrics are kept and the path is a 404. */
   METRICS_ENABLED: ZBoolean.default(true),
+  /**
+   * The key sealing participants' secrets (AES-256-GCM): 32 random bytes in base64, the same on every
+   * replica. Unset: generated at first start into DATA_DIR/secrets.key (mode 0600).
+   */
+  SECRETS_KEY: z.string().optional(),
+  /** How often each participant's upstream tools are listed again (pinning checks); 0 turns the timer off. */
+  PARTICIPANT_REFRESH_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
+  /** Comma-separated hosts a participant may reach although they are link-local or cloud metadata addresses. */
+  PARTICIPANT_ALLOWED_HOSTS: z.string().optional(),
 });
 
 /** Settings whose values never appear in a message. */
-const SECRETS = new Set(['ADMIN_API_KEY', 'DATABASE_URL']);
+const SECRETS = new Set(['ADMIN_API_KEY', 'DATABASE_URL', 'SECRETS_KEY']);
 
 export interface Config {
   nodeEnv: 'development' | 'production' | 'test';
@@ -125,6 +134,11 @@ export interface Config {
   metricsEnabled: boolean;
   /** express's `trust proxy` setting. */
   trustProxy: boolean | number | string;
+  /** SECRETS_KEY as given (base64); undefined: DATA_DIR/secrets.key. */
+  secretsKey: string | undefined;
+  participantRefreshSeconds: number;
+  /** PARTICIPANT_ALLOWED_HOSTS, as listed. */
+  participantAllowedHosts: string[];
 }
 
 const list = (v: string | undefined): string[] | undefined =>
@@ -217,5 +231,8 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
           : /^\d+$/.test(c.TRUST_PROXY)
             ? Number(c.TRUST_PROXY)
             : c.TRUST_PROXY,
+    secretsKey: c.SECRETS_KEY,
+    participantRefreshSeconds: c.PARTICIPANT_REFRESH_SECONDS,
+    participantAllowedHosts: list(c.PARTICIPANT_ALLOWED_HOSTS) ?? [],
   };
 }

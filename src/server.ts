@@ -64,6 +64,8 @@ async function main(): Promise<void> {
     services.authenticator.stop();
     services.idempotency.stopPurge();
     services.approvals.stopSweeper();
+    // Participants' connections (stdio children too) end before the tools they serve.
+    await services.participants.close();
     await registry.close();
     // Queued audit entries are written (and sealed) before the pool closes.
     await services.audit.close();
@@ -112,6 +114,10 @@ async function main(): Promise<void> {
     if (stopping.signal.aborted) return; // SIGTERM while waiting: the shutdown handler exits.
     throw err;
   }
+  // Needs the migrated database: checks the secrets key against the stored fingerprint (a replica with another
+  // key stops here, naming SECRETS_KEY) and publishes the participants' tools; their upstreams are reached in
+  // the background, so one that is down delays nothing.
+  await services.participants.start();
   services.authenticator.start();
   services.idempotency.startPurge((err) => logger.warn({ err }, 'Purging expired idempotency keys failed'));
   services.approvals.startSweeper();

@@ -1,0 +1,58 @@
+/**
+ * The connector of a participant's transport, from what the store holds:
+ * mcp-http and openapi through the address-guarded fetch (link-local and
+ * metadata addresses refused, also after redirects and DNS), mcp-stdio as a
+ * child spawned without a shell with only the given environment.
+ */
+import type { ToolLogger } from '../core/tool-interface';
+import { createMcpHttpConnector } from './mcp-upstream';
+import { createOpenApiConnector } from './openapi-upstream';
+import type { ParticipantRecord, ParticipantSecrets } from './participant-records';
+import { UpstreamUnavailableError, type UpstreamConnector } from './upstream';
+
+export interface ConnectorDeps {
+  /** The address-guarded fetch (address-rules.ts). */
+  fetch: typeof fetch;
+  logger: ToolLogger;
+}
+
+export function makeConnector(
+  record: ParticipantRecord,
+  secrets: ParticipantSecrets,
+  deps: ConnectorDeps,
+): UpstreamConnector {
+  const { config, name: participant } = record;
+  const logger = deps.logger;
+  switch (record.transport) {
+    case 'mcp-http':
+      return createMcpHttpConnector({
+        participant,
+        url: config.url!,
+        headers: secrets.headers,
+        fetch: deps.fetch,
+        logger,
+      });
+    case 'mcp-stdio':
+      // TODO(p-mcp): createMcpStdioConnector once merged.
+      throw new UpstreamUnavailableError('the mcp-stdio transport is not available yet');
+    case 'openapi':
+      return createOpenApiConnector({
+        participant,
+        ...(config.spec !== undefined ? { spec: config.spec } : {}),
+        ...(config.specUrl !== undefined ? { specUrl: config.specUrl } : {}),
+        ...(config.baseUrl !== undefined ? { baseUrl: config.baseUrl } : {}),
+        headers: secrets.headers,
+        fetch: deps.fetch,
+        logger,
+      });
+  }
+}
+
+/**
+ * What decides whether a change needs a new connection: the transport's
+ * settings and secrets. Levels, include/exclude, description and timeout
+ * only rebuild the tool.
+ */
+export function connectionKey(record: ParticipantRecord): string {
+  return JSON.stringify([record.transport, record.config, record.sealedSecrets, record.enabled]);
+}
