@@ -26,10 +26,12 @@ import {
   negotiatedDryRunExample,
   negotiatedExample,
   noToolExample,
+  participantUnavailableExample,
   permissionRequiredExample,
   resourceExistsExample,
   resourceNotFoundOutcomeExample,
   resourceTooLargeExample,
+  toolDefinitionChangedExample,
   toolErrorExample,
   unknownToolExample,
 } from './examples/negotiation';
@@ -76,6 +78,17 @@ export interface NegotiateBody {
    * @pattern ^[A-Za-z0-9:_-]{1,128}$ must be 1 to 128 characters of A-Z a-z 0-9 : _ -
    */
   approvalId?: string;
+  /**
+   * A resource name (`^[A-Za-z0-9:_-]{1,128}$`; another is 400 invalid_args):
+   * the call's result is written there in the conversation's shared context,
+   * created or updated by the tool, in the same transaction as the call's
+   * audit entry. For a participant's MCP action the result is its
+   * `structuredContent`, else the text of its content; for an OpenAPI one its
+   * body; for a bundled action its output. Saving is a write: the tool's level
+   * must be 2 or more (else 403 permission_required, whose approval covers
+   * the call with this very name).
+   */
+  saveAs?: string;
 }
 
 @Route('conversations')
@@ -107,6 +120,7 @@ export class NegotiateController extends Controller {
    * @example body.upgrade {"action": "upgrade:data-tool:level-2"}
    * @example body.listTools {"action": "list-tools"}
    * @example body.retryWithApproval {"action": "create-resource", "args": {"name": "notes", "data": {"text": "hello"}}, "approvalId": "apr_A2k3sjj3kmXySulM"}
+   * @example body.saveAs {"action": "everything/echo", "args": {"message": "hello"}, "saveAs": "greeting"}
    * @summary Route, authorize and run an action
    */
   @Post('{conversationId}/negotiate')
@@ -143,9 +157,10 @@ export class NegotiateController extends Controller {
   )
   @Response<NegotiationResult | Problem>(409, '', ambiguousActionExample, NEGOTIATE_OR_PROBLEM)
   @Response<NegotiationResult | Problem>(409, '', resourceExistsExample, NEGOTIATE_OR_PROBLEM)
+  @Response<NegotiationResult | Problem>(409, '', toolDefinitionChangedExample, NEGOTIATE_OR_PROBLEM)
   @Response<NegotiationResult | Problem>(
     409,
-    'ambiguous_action, resource_exists, approval_mismatch (the approval is for another call) or approval_used (NegotiationResult); a request with this Idempotency-Key still running (conflict, problem+json)',
+    "ambiguous_action, resource_exists, approval_mismatch (the approval is for another call), approval_used or tool_definition_changed (a participant's action whose definition changed upstream, awaiting an admin's approval) (NegotiationResult); a request with this Idempotency-Key still running (conflict, problem+json)",
     idempotencyInFlightExample,
     NEGOTIATE_OR_PROBLEM,
   )
@@ -169,7 +184,16 @@ export class NegotiateController extends Controller {
     PROBLEM_JSON,
   )
   @Response<NegotiationResult>(500, 'tool_error: the tool threw (details only in the log)', toolErrorExample)
-  @Response<Problem>(503, 'Database unreachable (unavailable)', unavailableExample, PROBLEM_JSON)
+  @Response<NegotiationResult | Problem>(503, '', participantUnavailableExample, NEGOTIATE_OR_PROBLEM)
+  @Response<
+    NegotiationResult | Problem,
+    { /** Seconds until a retry may succeed (participant_unavailable). */ 'Retry-After'?: string }
+  >(
+    503,
+    "participant_unavailable (NegotiationResult, with Retry-After): a participant's upstream cannot be reached or its circuit is open, nothing ran; database unreachable (unavailable, problem+json)",
+    unavailableExample,
+    NEGOTIATE_OR_PROBLEM,
+  )
   public async negotiate(
     @Request() req: ExRequest,
     @Path() conversationId: Id,
@@ -180,7 +204,7 @@ export class NegotiateController extends Controller {
     if (idempotencyKey === undefined) {
       const result = await this.services.manager.negotiate(principalOf(req), conversationId, body, { meta });
       noteNegotiation(req, result);
-      this.setStatus(negotiationStatus(result));
+      this.answer(result, negotiationStatus(result));
       return result;
     }
     const kept = await this.services.idempotency.negotiate(
@@ -192,7 +216,13 @@ export class NegotiateController extends Controller {
     );
     noteNegotiation(req, kept.body);
     if (kept.replayed) this.setHeader('Idempotent-Replayed', 'true');
-    this.setStatus(kept.status);
+    this.answer(kept.body, kept.status);
     return kept.body;
+  }
+
+  /** The status, and for participant_unavailable the Retry-After header (seconds). */
+  private answer(result: NegotiationResult, status: number): void {
+    this.setStatus(status);
+    if (result.retryAfterSeconds !== undefined) this.setHeader('Retry-After', String(result.retryAfterSeconds));
   }
 }

@@ -150,7 +150,7 @@ export class ResourceService {
     }
     const notIn = noneMatch?.versions;
     if (!match) {
-      const written = await this.store.upsert(conversationId, name, json, by, notIn);
+      const written = await this.store.upsert(conversationId, name, json, by, { notIn });
       if (written) return written;
     } else {
       const updated = await this.store.update(conversationId, name, json, by, { in: versionsOf(match), notIn });

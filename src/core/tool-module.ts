@@ -72,6 +72,12 @@ export interface RemoteActionInfo {
   status: 'active' | 'quarantined';
   /** The upstream's host (`server.address` on spans); absent for stdio. */
   address?: string;
+  /**
+   * The participant's per-call timeout (its `timeoutMs`); negotiate answers
+   * tool_error past it and aborts the run's signal (the adapter cancels the
+   * upstream request). Absent: TOOL_TIMEOUT_MS.
+   */
+  timeoutMs?: number;
 }
 
 /**

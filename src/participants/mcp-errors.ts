@@ -48,6 +48,22 @@ export function redactorOf(secretValues: Iterable<string>): Redactor {
   return (text) => forms.reduce((t, f) => t.split(f).join(REDACTED), text);
 }
 
+/**
+ * A JSON value with the redactor applied to every string in it (keys too):
+ * what an upstream gives back may echo the headers or environment it got,
+ * and no response, log or audit entry may carry them.
+ */
+export function redactDeep(value: unknown, redact: Redactor): unknown {
+  if (typeof value === 'string') return redact(value);
+  if (Array.isArray(value)) return value.map((v) => redactDeep(v, redact));
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) out[redact(k)] = redactDeep(v, redact);
+    return out;
+  }
+  return value;
+}
+
 /** The network failure codes Node and undici give, in words; nothing else of a cause is ever shown. */
 const NETWORK_REASONS: Record<string, string> = {
   ECONNREFUSED: 'connection refused',

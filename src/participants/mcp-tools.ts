@@ -6,7 +6,7 @@
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/client';
 import type { UpstreamCallResult, UpstreamTool } from './upstream';
-import { type Redactor, truncate } from './mcp-errors';
+import { type Redactor, redactDeep, truncate } from './mcp-errors';
 
 /**
  * API.md's default level of an MCP tool from its annotations: readOnlyHint
@@ -56,13 +56,15 @@ function firstText(content: CallToolResult['content']): string | undefined {
   return undefined;
 }
 
-/** A tools/call result: content and structuredContent as given; an error result gets a safe message naming the participant. */
+/** A tools/call result: content and structuredContent as given (secrets redacted); an error result gets a safe message naming the participant. */
 export function callResultOf(
   result: CallToolResult,
   where: { participant: string; tool: string; redact: Redactor },
 ): UpstreamCallResult {
-  const output: Record<string, unknown> = { content: result.content ?? [] };
-  if (result.structuredContent !== undefined) output.structuredContent = result.structuredContent;
+  // As the upstream gave them, but for any secret the participant sends that they echo.
+  const output: Record<string, unknown> = { content: redactDeep(result.content ?? [], where.redact) };
+  if (result.structuredContent !== undefined)
+    output.structuredContent = redactDeep(result.structuredContent, where.redact);
   if (result.isError !== true) return { output, isError: false };
   let errorMessage = `Participant ${where.participant}'s tool ${where.tool} returned an error`;
   const text = firstText(result.content);

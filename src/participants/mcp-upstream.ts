@@ -19,6 +19,7 @@ import { redactorOf } from './mcp-errors';
 import type { UpstreamCallOptions, UpstreamConnector, UpstreamInfo } from './upstream';
 
 export { UpstreamTimeoutError } from './mcp-errors';
+export { createMcpStdioConnector, type McpStdioConnectorOptions } from './mcp-stdio-connector';
 
 export interface McpHttpConnectorOptions {
   participant: string;

@@ -7,6 +7,7 @@
  * where it goes, or the body) is kept beside the tool, for the call.
  */
 import { isRecord } from '../core/tool-module';
+import { defaultHttpLevel } from './action-names';
 import type { OpenApiDocument } from './openapi-document';
 import { toJsonSchema, type SchemaDialect } from './openapi-schema';
 import type { UpstreamTool } from './upstream';
@@ -120,17 +121,10 @@ function readOperation(src: OperationSource): OpenApiOperation {
       upstreamName: src.upstreamName,
       description: description.join('\n\n') || `${method} ${src.path}`,
       inputSchema,
-      defaultLevel: levelForMethod(method),
+      defaultLevel: defaultHttpLevel(method),
       definition: { method, path: src.path, operation: { ...src.operation, parameters: declared } },
     },
   };
-}
-
-/** API.md: GET/HEAD → 1 (read), DELETE → 3 (execute), any other method → 2 (write). */
-export function levelForMethod(method: string): 1 | 2 | 3 {
-  const m = method.toUpperCase();
-  if (m === 'GET' || m === 'HEAD') return 1;
-  return m === 'DELETE' ? 3 : 2;
 }
 
 /** Path-item parameters, overridden by the operation's own of the same name and location. */
