@@ -93,7 +93,6 @@ export function classifyFetchFailure(err: unknown, ctx: FailureContext): Error {
   if (ctx.caller?.aborted) {
     return callerReason instanceof Error ? callerReason : new Error(`Call to participant ${ctx.participant} cancelled`);
   }
-  if (err instanceof BodyTooLargeError) return err;
   return new UpstreamUnavailableError(`Participant ${ctx.participant} cannot be reached (${ctx.what})`, {
     cause: err,
   });
