@@ -5,10 +5,10 @@
  * child spawned without a shell with only the given environment.
  */
 import type { ToolLogger } from '../core/tool-interface';
-import { createMcpHttpConnector } from './mcp-upstream';
+import { createMcpHttpConnector, createMcpStdioConnector } from './mcp-upstream';
 import { createOpenApiConnector } from './openapi-upstream';
 import type { ParticipantRecord, ParticipantSecrets } from './participant-records';
-import { UpstreamUnavailableError, type UpstreamConnector } from './upstream';
+import type { UpstreamConnector } from './upstream';
 
 export interface ConnectorDeps {
   /** The address-guarded fetch (address-rules.ts). */
@@ -33,8 +33,14 @@ export function makeConnector(
         logger,
       });
     case 'mcp-stdio':
-      // TODO(p-mcp): createMcpStdioConnector once merged.
-      throw new UpstreamUnavailableError('the mcp-stdio transport is not available yet');
+      return createMcpStdioConnector({
+        participant,
+        command: config.command!,
+        args: config.args ?? [],
+        ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
+        env: secrets.env,
+        logger,
+      });
     case 'openapi':
       return createOpenApiConnector({
         participant,
