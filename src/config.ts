@@ -5,6 +5,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
+import { parseAllowedHosts } from './participants/address-rules';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -156,6 +157,14 @@ export class ConfigError extends Error {
   }
 }
 
+function allowedParticipantHosts(value: string | undefined): string[] {
+  try {
+    return parseAllowedHosts(value);
+  } catch (err) {
+    throw new ConfigError([(err as Error).message]);
+  }
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | undefined>): Config {
   const raw: Record<string, string> = {};
   for (const key of Object.keys(ZConfig.shape)) {
@@ -233,6 +242,6 @@ export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | unde
             : c.TRUST_PROXY,
     secretsKey: c.SECRETS_KEY,
     participantRefreshSeconds: c.PARTICIPANT_REFRESH_SECONDS,
-    participantAllowedHosts: list(c.PARTICIPANT_ALLOWED_HOSTS) ?? [],
+    participantAllowedHosts: allowedParticipantHosts(c.PARTICIPANT_ALLOWED_HOSTS),
   };
 }

@@ -106,7 +106,6 @@ const rid = (req: ExRequest): string => req.id ?? '-';
 
 @Route('participants')
 @Tags('Participants')
-@Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
 export class ParticipantsController extends Controller {
   constructor(private readonly services: Services) {
     super();
@@ -121,24 +120,33 @@ export class ParticipantsController extends Controller {
   @Response<Problem>(400, 'A bad body (every problem in `errors`)', bodyValidationFailedExample, PROBLEM_JSON)
   @Response<Problem>(403, 'Only admins register participants', forbiddenExample, PROBLEM_JSON)
   @Response<Problem>(409, 'A tool or participant has that name', conflictExample, PROBLEM_JSON)
-  public async register(@Request() req: ExRequest, @Body() body: ParticipantBody): Promise<ParticipantView> {
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  public async registerParticipant(@Request() req: ExRequest, @Body() body: ParticipantBody): Promise<ParticipantView> {
     const view = await this.services.participants.service.register(principalOf(req), body, rid(req));
     this.setStatus(201);
     return view;
   }
 
-  /** @summary List participants (admins, users) */
+  /**
+   * Every participant, with its actions and this replica's status of its upstream; secrets by name only.
+   * @summary List participants (admins, users)
+   */
   @Get()
   @Response<Problem>(403, 'Agents see no participants', forbiddenExample, PROBLEM_JSON)
-  public async list(@Request() req: ExRequest): Promise<ParticipantList> {
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  public async listParticipants(@Request() req: ExRequest): Promise<ParticipantList> {
     return { participants: await this.services.participants.service.list(principalOf(req)) };
   }
 
-  /** @summary Read a participant (admins, users) */
+  /**
+   * One participant, with its actions and this replica's status of its upstream; secrets by name only.
+   * @summary Read a participant (admins, users)
+   */
   @Get('{name}')
   @Response<Problem>(403, 'Agents see no participants', forbiddenExample, PROBLEM_JSON)
   @Response<Problem>(404, 'No such participant', notFoundExample, PROBLEM_JSON)
-  public async get(@Request() req: ExRequest, @Path() name: string): Promise<ParticipantView> {
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  public async getParticipant(@Request() req: ExRequest, @Path() name: string): Promise<ParticipantView> {
     return this.services.participants.service.get(principalOf(req), name);
   }
 
@@ -150,7 +158,8 @@ export class ParticipantsController extends Controller {
   @Response<Problem>(400, 'A bad body (every problem in `errors`)', bodyValidationFailedExample, PROBLEM_JSON)
   @Response<Problem>(403, 'Only admins change participants', forbiddenExample, PROBLEM_JSON)
   @Response<Problem>(404, 'No such participant', notFoundExample, PROBLEM_JSON)
-  public async update(
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  public async updateParticipant(
     @Request() req: ExRequest,
     @Path() name: string,
     @Body() body: ParticipantPatch,
@@ -158,12 +167,16 @@ export class ParticipantsController extends Controller {
     return this.services.participants.service.update(principalOf(req), name, body, rid(req));
   }
 
-  /** @summary Delete a participant (admins) */
+  /**
+   * Removes the participant, its actions and every owner's credentials for it; its tool leaves every replica.
+   * @summary Delete a participant (admins)
+   */
   @Delete('{name}')
   @SuccessResponse(204, 'Deleted')
   @Response<Problem>(403, 'Only admins delete participants', forbiddenExample, PROBLEM_JSON)
   @Response<Problem>(404, 'No such participant', notFoundExample, PROBLEM_JSON)
-  public async remove(@Request() req: ExRequest, @Path() name: string): Promise<void> {
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  public async deleteParticipant(@Request() req: ExRequest, @Path() name: string): Promise<void> {
     await this.services.participants.service.remove(principalOf(req), name, rid(req));
     this.setStatus(204);
   }
@@ -175,7 +188,8 @@ export class ParticipantsController extends Controller {
   @Post('{name}/refresh')
   @Response<Problem>(403, 'Only admins refresh participants', forbiddenExample, PROBLEM_JSON)
   @Response<Problem>(404, 'No such participant', notFoundExample, PROBLEM_JSON)
-  public async refresh(@Request() req: ExRequest, @Path() name: string): Promise<ParticipantView> {
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  public async refreshParticipant(@Request() req: ExRequest, @Path() name: string): Promise<ParticipantView> {
     return this.services.participants.service.refresh(principalOf(req), name);
   }
 
@@ -186,7 +200,8 @@ export class ParticipantsController extends Controller {
   @Get('{name}/actions/{action}')
   @Response<Problem>(403, 'Only admins read definitions', forbiddenExample, PROBLEM_JSON)
   @Response<Problem>(404, 'No such participant or action', notFoundExample, PROBLEM_JSON)
-  public async action(
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  public async getParticipantAction(
     @Request() req: ExRequest,
     @Path() name: string,
     @Path() action: string,
@@ -201,7 +216,8 @@ export class ParticipantsController extends Controller {
   @Post('{name}/actions/{action}/approve')
   @Response<Problem>(403, 'Only admins approve definitions', forbiddenExample, PROBLEM_JSON)
   @Response<Problem>(404, 'No such participant or action', notFoundExample, PROBLEM_JSON)
-  public async approve(
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  public async approveParticipantAction(
     @Request() req: ExRequest,
     @Path() name: string,
     @Path() action: string,
@@ -219,7 +235,8 @@ export class ParticipantsController extends Controller {
   @Response<Problem>(400, 'A bad body', bodyValidationFailedExample, PROBLEM_JSON)
   @Response<Problem>(403, 'Agents keep no credentials', forbiddenExample, PROBLEM_JSON)
   @Response<Problem>(404, 'No such participant', notFoundExample, PROBLEM_JSON)
-  public async setCredentials(
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  public async setParticipantCredentials(
     @Request() req: ExRequest,
     @Path() name: string,
     @Body() body: CredentialsBody,
@@ -228,12 +245,16 @@ export class ParticipantsController extends Controller {
     this.setStatus(204);
   }
 
-  /** @summary Remove my credentials for a participant */
+  /**
+   * Removes the caller's own headers for this participant: its calls send the participant's again.
+   * @summary Remove my credentials for a participant
+   */
   @Delete('{name}/credentials/me')
   @SuccessResponse(204, 'Removed')
   @Response<Problem>(403, 'Agents keep no credentials', forbiddenExample, PROBLEM_JSON)
   @Response<Problem>(404, 'No such participant', notFoundExample, PROBLEM_JSON)
-  public async deleteCredentials(@Request() req: ExRequest, @Path() name: string): Promise<void> {
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  public async deleteParticipantCredentials(@Request() req: ExRequest, @Path() name: string): Promise<void> {
     await this.services.participants.service.deleteCredentials(principalOf(req), name, rid(req));
     this.setStatus(204);
   }

@@ -23,12 +23,15 @@ import type { NegotiationObserver, UnitOfWork, UnitsOfWork } from './ports';
 import { saveIn, savedData } from './save-as';
 import { ConversationSharedContext } from './shared-context';
 import { ToolError } from './tool-interface';
-import { ParticipantUnavailableError } from './tool-module';
+import { ParticipantCallError, ParticipantUnavailableError } from './tool-module';
 
 export interface RemoteExecutionDeps extends ExecutionDeps {
   /** Told of each upstream call inside the negotiation's span (server.address, mcp.method.name). */
   observer?: NegotiationObserver;
 }
+
+/** How long past a participant's own timeout its adapter is given to cancel the call and answer. */
+const ADAPTER_GRACE_MS = 1000;
 
 type Upstream = { output: unknown } | { failed: NegotiationResult } | { unreached: NegotiationResult };
 
@@ -94,7 +97,8 @@ async function callUpstream(deps: RemoteExecutionDeps, call: ActionCall): Promis
   };
   const running = action.run(args, ctx, stop.signal, owner === undefined ? {} : { conversationOwner: owner });
   running.catch(() => undefined);
-  const timeoutMs = remote.timeoutMs ?? deps.toolTimeoutMs;
+  // The adapter's own timeout (the participant's) answers first, with its message; this one is the backstop.
+  const timeoutMs = remote.timeoutMs === undefined ? deps.toolTimeoutMs : remote.timeoutMs + ADAPTER_GRACE_MS;
   try {
     const output = await withTimeout(running, timeoutMs);
     if (output !== TIMED_OUT) return { output: output ?? null };
@@ -115,7 +119,8 @@ async function callUpstream(deps: RemoteExecutionDeps, call: ActionCall): Promis
       const message = `Participant ${participant} is unavailable; retry after ${retryAfterSeconds} s`;
       return { unreached: fail('participant_unavailable', message, { retryAfterSeconds, ...decided }) };
     }
-    // The adapter's own refusal (an upstream error result, bad output): its message is safe by contract.
+    // An upstream error result or timeout: its message is safe by the adapter's contract.
+    if (err instanceof ParticipantCallError) return { failed: fail('tool_error', err.message, decided) };
     if (err instanceof ToolError) return { failed: fail(err.code, err.message, decided) };
     if (isUnavailable(err)) throw err;
     deps.logger.error({ err, participant, action: action.name, conversationId }, 'participant call failed');

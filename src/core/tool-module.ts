@@ -99,6 +99,21 @@ export class ParticipantUnavailableError extends Error {
   }
 }
 
+/**
+ * Thrown by a participant's action when its upstream answered with an error
+ * result (MCP `isError`, HTTP 4xx/5xx) or not within its timeout (then
+ * cancelled upstream): negotiate answers tool_error with this message, which
+ * the transport's adapter makes safe (it names the participant and holds no
+ * secret). Any other error a run throws is answered with a generic message.
+ */
+export class ParticipantCallError extends Error {
+  readonly code = 'tool_error';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ParticipantCallError';
+  }
+}
+
 export type ParseArgsResult =
   { ok: true; value: Record<string, unknown> } | { ok: false; path: string; message: string };
 

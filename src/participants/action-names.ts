@@ -18,7 +18,7 @@ import { isSpecialAction } from '../core/special-actions';
 /** Six hex digits: 16.7 million values, so two names of one participant practically never need more. */
 const DIGEST_DIGITS = 6;
 
-/** Used as the base when an upstream name has no letter or digit at all (`日本語`, `!!`). */
+/** The base, always suffixed, of an upstream name with no ASCII letter or digit at all (`日本語`, `!!`). */
 const EMPTY_BASE = 'action';
 
 /**
@@ -37,23 +37,23 @@ const EMPTY_BASE = 'action';
 export function actionNamesFor(upstreamNames: readonly string[]): Map<string, string> {
   const names = [...new Set(upstreamNames)].sort(compareNames);
   const bases = new Map(names.map((n) => [n, baseOf(n)]));
-  const byBase = new Map<string, string[]>();
+  const byBase = new Map<string | undefined, string[]>();
   for (const [name, base] of bases) byBase.set(base, [...(byBase.get(base) ?? []), name]);
 
   const result = new Map<string, string>();
   const taken = new Set<string>();
   const needSuffix: string[] = [];
   for (const name of names) {
-    const base = bases.get(name)!;
+    const base = bases.get(name);
     if (keepsPlain(name, base, byBase.get(base)!)) {
-      result.set(name, base);
-      taken.add(base);
+      result.set(name, base!);
+      taken.add(base!);
     } else {
       needSuffix.push(name);
     }
   }
   for (const name of needSuffix) {
-    const action = suffixed(name, bases.get(name)!, taken);
+    const action = suffixed(name, bases.get(name) ?? EMPTY_BASE, taken);
     result.set(name, action);
     taken.add(action);
   }
@@ -86,15 +86,15 @@ export function defaultHttpLevel(method: string): 1 | 2 | 3 {
   return 2;
 }
 
-function baseOf(upstreamName: string): string {
+/** The kebab form, `x-` in front when it does not start with a letter; undefined when nothing is left. */
+function baseOf(upstreamName: string): string | undefined {
   const kebab = toKebabCase(upstreamName);
-  if (kebab === '') return EMPTY_BASE;
+  if (kebab === '') return undefined;
   return /^[a-z]/.test(kebab) ? kebab : `x-${kebab}`;
 }
 
-function keepsPlain(name: string, base: string, sharing: readonly string[]): boolean {
-  if (!isValidActionName(base) || isSpecialAction(base)) return false;
-  if (base === EMPTY_BASE && name !== EMPTY_BASE) return false;
+function keepsPlain(name: string, base: string | undefined, sharing: readonly string[]): boolean {
+  if (base === undefined || !isValidActionName(base) || isSpecialAction(base)) return false;
   if (sharing.length === 1) return true;
   return name === base;
 }

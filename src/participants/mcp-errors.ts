@@ -7,11 +7,12 @@
  * SDK message or an error cause as is; upstream text is only ever included
  * after redaction of every secret value the participant sends.
  */
+import { ParticipantCallError } from '../core/tool-module';
 import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
 import { UpstreamUnavailableError } from './upstream';
 
 /** A call past its timeout (or given up by its caller): cancelled upstream; the service answers tool_error. */
-export class UpstreamTimeoutError extends Error {
+export class UpstreamTimeoutError extends ParticipantCallError {
   constructor(message: string) {
     super(message);
     this.name = 'UpstreamTimeoutError';

@@ -43,19 +43,19 @@ export async function callOperation(
   const name = operation.upstreamName;
   try {
     const response = await fetchUpstream(target.fetch, request);
-    const body = await readResponse(response);
-    const output = { status: response.status, body };
-    if (response.status < 400) return { output, isError: false };
-    return {
-      output,
-      isError: true,
-      errorMessage: `Participant ${participant} answered HTTP ${response.status} for ${name}`,
-    };
-  } catch (err) {
-    if (err instanceof BodyTooLargeError) {
+    const { status } = response;
+    const body = await readResponse(response).catch((err: unknown) => {
+      if (err instanceof BodyTooLargeError) return TOO_LARGE;
+      throw err;
+    });
+    if (body === TOO_LARGE) {
       const errorMessage = `Participant ${participant} answered more than ${MAX_RESPONSE_BYTES} bytes for ${name}`;
-      return { output: { status: null, body: null }, isError: true, errorMessage };
+      return { output: { status, body: null }, isError: true, errorMessage };
     }
+    if (status < 400) return { output: { status, body }, isError: false };
+    const errorMessage = `Participant ${participant} answered HTTP ${status} for ${name}`;
+    return { output: { status, body }, isError: true, errorMessage };
+  } catch (err) {
     throw classifyFetchFailure(err, {
       what: name,
       participant,
@@ -65,6 +65,8 @@ export async function callOperation(
     });
   }
 }
+
+const TOO_LARGE = Symbol('too large');
 
 async function readResponse(response: Response): Promise<unknown> {
   const bytes = await readBodyLimited(response, MAX_RESPONSE_BYTES);

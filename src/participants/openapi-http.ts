@@ -5,6 +5,7 @@
  * (UpstreamTimeoutError) or "the caller cancelled". The messages name the
  * participant and the operation only: never a URL's query, a header or a body.
  */
+import { ParticipantCallError } from '../core/tool-module';
 import { UpstreamUnavailableError } from './upstream';
 
 /** The document is not one we can use; the message is safe to show (the service answers 400 validation_failed). */
@@ -16,7 +17,7 @@ export class OpenApiDocumentError extends Error {
 }
 
 /** The call outlived its timeout; the request was aborted upstream. The service answers `tool_error`. */
-export class UpstreamTimeoutError extends Error {
+export class UpstreamTimeoutError extends ParticipantCallError {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'UpstreamTimeoutError';
@@ -93,7 +94,6 @@ export function classifyFetchFailure(err: unknown, ctx: FailureContext): Error {
   if (ctx.caller?.aborted) {
     return callerReason instanceof Error ? callerReason : new Error(`Call to participant ${ctx.participant} cancelled`);
   }
-  if (err instanceof BodyTooLargeError) return err;
   return new UpstreamUnavailableError(`Participant ${ctx.participant} cannot be reached (${ctx.what})`, {
     cause: err,
   });
@@ -116,10 +116,12 @@ export interface UpstreamRequest {
 
 /**
  * fetch, following redirects itself so that the participant's secret headers
- * never reach another origin (fetch would forward all but Authorization), and
- * so that each hop goes through the given fetch again (the guarded fetch
- * checks every address). 303, and 301/302 after a POST, continue as GET
- * without a body, as browsers do.
+ * never reach another origin (a plain fetch would forward all but
+ * Authorization), and so that each hop goes through the given fetch again.
+ * The service's guarded fetch (address-rules.ts) follows redirects on its own
+ * with the same rule, so behind it this loop sees no 3xx; it is what keeps the
+ * secrets home when the connector is given a plain fetch. 303, and 301/302
+ * after a POST, continue as GET without a body, as browsers do.
  */
 export async function fetchUpstream(fetchFn: typeof fetch, request: UpstreamRequest): Promise<Response> {
   const origin = new URL(request.url).origin;

@@ -92,25 +92,13 @@ interface OperationSource {
 function readOperation(src: OperationSource): OpenApiOperation {
   const dialect: SchemaDialect = { openapi30: src.doc.dialect30 };
   const declared = mergedParameters(src.item.parameters, src.operation.parameters);
-  const properties: Record<string, unknown> = {};
-  const required: string[] = [];
-  const parameters: OperationParameter[] = [];
-  for (const p of withTemplateParameters(src.path, declared)) {
-    const parameter = readParameter(p);
-    if (!parameter) continue;
-    if (Object.hasOwn(properties, parameter.name)) {
-      throw new SkipReason(`two parameters are named "${parameter.name}"`);
-    }
-    parameters.push(parameter);
-    properties[parameter.name] = parameterSchema(p, dialect);
-    if (parameter.required) required.push(parameter.name);
-  }
+  const { parameters, properties, required } = readParameters(src.path, declared, dialect);
   const { body, additionalProperties } = readBody(src.operation.requestBody, dialect, { properties, required });
-  const description = [src.operation.summary, src.operation.description].filter((d) => typeof d === 'string');
   const inputSchema: Record<string, unknown> = { type: 'object', properties };
   if (required.length > 0) inputSchema.required = required;
   if (additionalProperties !== undefined) inputSchema.additionalProperties = additionalProperties;
   const method = src.method.toUpperCase();
+  const description = [src.operation.summary, src.operation.description].filter((d) => typeof d === 'string');
   return {
     upstreamName: src.upstreamName,
     method,
@@ -125,6 +113,32 @@ function readOperation(src: OperationSource): OpenApiOperation {
       definition: { method, path: src.path, operation: { ...src.operation, parameters: declared } },
     },
   };
+}
+
+interface ParametersSoFar {
+  properties: Record<string, unknown>;
+  required: string[];
+}
+
+function readParameters(
+  path: string,
+  declared: Record<string, unknown>[],
+  dialect: SchemaDialect,
+): ParametersSoFar & { parameters: OperationParameter[] } {
+  const properties: Record<string, unknown> = {};
+  const required: string[] = [];
+  const parameters: OperationParameter[] = [];
+  for (const p of withTemplateParameters(path, declared)) {
+    const parameter = readParameter(path, p);
+    if (!parameter) continue;
+    if (Object.hasOwn(properties, parameter.name)) {
+      throw new SkipReason(`two parameters are named "${parameter.name}"`);
+    }
+    parameters.push(parameter);
+    properties[parameter.name] = parameterSchema(p, dialect);
+    if (parameter.required) required.push(parameter.name);
+  }
+  return { parameters, properties, required };
 }
 
 /** Path-item parameters, overridden by the operation's own of the same name and location. */
@@ -149,11 +163,19 @@ function withTemplateParameters(path: string, declared: Record<string, unknown>[
   return [...declared, ...implicit];
 }
 
-function readParameter(p: Record<string, unknown>): OperationParameter | undefined {
+/** HTTP's token: what a header (or cookie) name may be. */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+function readParameter(path: string, p: Record<string, unknown>): OperationParameter | undefined {
   const location = p.in;
   if (location !== 'path' && location !== 'query' && location !== 'header' && location !== 'cookie') return undefined;
   const name = p.name as string;
+  // A path parameter the template does not use could not be sent anywhere.
+  if (location === 'path' && !path.includes(`{${name}}`)) return undefined;
   if (location === 'header' && IGNORED_HEADERS.has(name.toLowerCase())) return undefined;
+  if (name === '__proto__' || ((location === 'header' || location === 'cookie') && !TOKEN.test(name))) {
+    throw new SkipReason(`its ${location} parameter "${name}" has a name that cannot be sent`);
+  }
   return {
     name,
     in: location,
@@ -172,11 +194,6 @@ function parameterSchema(p: Record<string, unknown>, dialect: SchemaDialect): un
     return { ...schema, description: p.description };
   }
   return schema;
-}
-
-interface ParametersSoFar {
-  properties: Record<string, unknown>;
-  required: string[];
 }
 
 /** Adds the JSON body to the input schema (spread or under `body`); an operation whose body is not JSON is skipped. */

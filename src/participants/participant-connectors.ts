@@ -36,7 +36,7 @@ export function makeConnector(
       return createMcpStdioConnector({
         participant,
         command: config.command!,
-        ...(config.args !== undefined ? { args: config.args } : {}),
+        args: config.args ?? [],
         ...(config.cwd !== undefined ? { cwd: config.cwd } : {}),
         env: secrets.env,
         logger,

@@ -53,6 +53,7 @@ export class ParticipantLive implements RemoteToolSource {
   private readonly live = new Map<string, Live>();
   private timer: NodeJS.Timeout | undefined;
   private readonly pendingRefresh = new Map<string, NodeJS.Timeout>();
+  private readonly refreshing = new Map<string, Promise<void>>();
   private closed = false;
 
   constructor(private readonly deps: LiveDeps) {}
@@ -109,8 +110,21 @@ export class ParticipantLive implements RemoteToolSource {
     return this.tools();
   }
 
-  /** Lists the upstream's tools now and applies pinning; publishes when anything changed. */
-  async refresh(name: string): Promise<void> {
+  /**
+   * Lists the upstream's tools now and applies pinning; publishes when anything changed. A participant's
+   * refreshes run one after another, so a listing older than another is never written after it.
+   */
+  refresh(name: string): Promise<void> {
+    const next = (this.refreshing.get(name) ?? Promise.resolve()).then(() => this.refreshNow(name));
+    const settled = next.catch(() => undefined);
+    this.refreshing.set(name, settled);
+    void settled.then(() => {
+      if (this.refreshing.get(name) === settled) this.refreshing.delete(name);
+    });
+    return next;
+  }
+
+  private async refreshNow(name: string): Promise<void> {
     const l = this.live.get(name);
     if (!l?.runtime || this.closed) return;
     let listed;

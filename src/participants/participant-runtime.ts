@@ -6,7 +6,7 @@
  * the next use, so an upstream that comes back is reached again without a
  * restart of the service.
  */
-import { ParticipantUnavailableError } from '../core/tool-module';
+import { ParticipantCallError, ParticipantUnavailableError } from '../core/tool-module';
 import type { ToolLogger } from '../core/tool-interface';
 import type { CallOutcome, ParticipantMetrics } from '../observability/participant-metrics';
 import { CircuitBreaker } from './circuit-breaker';
@@ -118,7 +118,7 @@ export class ParticipantRuntime implements ParticipantCaller {
       }
       if (isTimeout(err)) {
         outcome = 'timeout';
-        throw new Error(
+        throw new ParticipantCallError(
           `Participant ${this.opts.participant} did not answer ${upstreamName} within ${options.timeoutMs} ms`,
           { cause: err },
         );

@@ -13,7 +13,13 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { compareNames, providerName, qualifiedName } from '../core/naming';
-import type { LoadedAction, LoadedTool, ParseArgsResult, RunCall } from '../core/tool-module';
+import {
+  ParticipantCallError,
+  type LoadedAction,
+  type LoadedTool,
+  type ParseArgsResult,
+  type RunCall,
+} from '../core/tool-module';
 import type { ToolLogger } from '../core/tool-interface';
 import type { ActionRecord, Level, ParticipantRecord } from './participant-records';
 import type { UpstreamCallResult, UpstreamTool } from './upstream';
@@ -108,7 +114,7 @@ function addressOf(record: ParticipantRecord): string | undefined {
 }
 
 /** An upstream's error result, as the core answers it: tool_error with this (safe) message. */
-export class UpstreamToolError extends Error {
+export class UpstreamToolError extends ParticipantCallError {
   constructor(message: string) {
     super(message);
     this.name = 'UpstreamToolError';
@@ -156,6 +162,7 @@ function makeAction(input: ParticipantToolInput, a: ActionRecord, def: UpstreamT
       upstreamName: def.upstreamName,
       status: a.status,
       ...(address !== undefined ? { address } : {}),
+      timeoutMs,
     }),
   });
 }

@@ -31,12 +31,20 @@ export interface ParticipantView {
   status: ParticipantStatus;
   lastError: string | null;
   protocolVersion: string | null;
-  serverInfo: Record<string, unknown> | null;
+  /** What the upstream said of itself (MCP serverInfo; OpenAPI the document's info). */
+  serverInfo: { [key: string]: unknown } | null;
   /** Epoch milliseconds of the last listing of the upstream's tools. */
   refreshedAt: number | null;
   actions: ParticipantActionView[];
   createdAt: number;
   updatedAt: number;
+}
+
+/** A definition as pinned: its SHA-256 digest (of canonical JSON) and the definition itself. */
+export interface PinnedDefinition {
+  digest: string;
+  /** The upstream's definition: name, title, description, schemas, annotations (OpenAPI: the operation). */
+  definition: { [key: string]: unknown };
 }
 
 export interface ActionDefinitionView {
@@ -45,9 +53,10 @@ export interface ActionDefinitionView {
   upstreamName: string;
   level: number;
   status: 'active' | 'quarantined';
-  pinned: { digest: string; definition: Record<string, unknown> } | null;
+  /** Absent for a new upstream tool not approved yet. */
+  pinned?: PinnedDefinition;
   /** The definition the upstream gives now, while it awaits approval. */
-  pending: { digest: string; definition: Record<string, unknown> } | null;
+  pending?: PinnedDefinition;
 }
 
 /** This replica's live state of the participant, when it runs it. */
@@ -105,8 +114,10 @@ export function actionDefinitionView(record: ParticipantRecord, a: ActionRecord)
     upstreamName: a.upstreamName,
     level: levelOf(record, a),
     status: a.status,
-    pinned: a.pinnedDigest !== null ? { digest: a.pinnedDigest, definition: defOf(a.pinnedDefinition) } : null,
-    pending: a.pendingDigest !== null ? { digest: a.pendingDigest, definition: defOf(a.pendingDefinition) } : null,
+    ...(a.pinnedDigest !== null ? { pinned: { digest: a.pinnedDigest, definition: defOf(a.pinnedDefinition) } } : {}),
+    ...(a.pendingDigest !== null
+      ? { pending: { digest: a.pendingDigest, definition: defOf(a.pendingDefinition) } }
+      : {}),
   };
 }
 

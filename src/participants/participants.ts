@@ -11,7 +11,7 @@ import type { AuditService } from '../core/audit';
 import type { ToolRegistry } from '../core/tool-registry';
 import type { ToolLogger } from '../core/tool-interface';
 import type { ParticipantMetrics } from '../observability/participant-metrics';
-import { addressRules } from './participant-addresses';
+import { type AddressRules, addressRules } from './participant-addresses';
 import { CredentialCache } from './participant-credentials';
 import { ParticipantLive } from './participant-live';
 import type { ParticipantStore } from './participant-records';
@@ -36,6 +36,7 @@ export interface ParticipantsOptions {
 export class Participants {
   readonly service: ParticipantService;
   private readonly live: ParticipantLive;
+  private readonly rules: AddressRules;
   private box: SecretBox | undefined;
   private started: Promise<void> | undefined;
 
@@ -44,7 +45,7 @@ export class Participants {
       if (!this.box) throw new Error('Participants are not started yet (the secrets key is not loaded)');
       return this.box;
     };
-    const rules = addressRules(opts.config.participantAllowedHosts);
+    const rules = (this.rules = addressRules(opts.config.participantAllowedHosts));
     const credentials = new CredentialCache(opts.store, box);
     this.live = new ParticipantLive({
       store: opts.store,
@@ -77,6 +78,7 @@ export class Participants {
   async close(): Promise<void> {
     await this.started?.catch(() => undefined);
     await this.live.close();
+    await this.rules.fetch.close().catch(() => undefined);
   }
 
   private async begin(): Promise<void> {

@@ -19,6 +19,7 @@ const ALL = [
   '20260404000000_reserve_system_chain',
   '20260405000000_audit_seal_in_database',
   '20260406000000_approvals_per_principal',
+  '20260501000000_participants',
 ];
 
 async function query<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
@@ -68,8 +69,12 @@ describe('db:migrate', () => {
       'audit_pending',
       'conversations',
       'idempotency_keys',
+      'participant_actions',
+      'participant_credentials',
+      'participants',
       'permission_history',
       'resources',
+      'service_settings',
       'tool_permissions',
     ]);
   });

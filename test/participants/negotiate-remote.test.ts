@@ -28,7 +28,7 @@ let base: string;
 beforeAll(async () => {
   t = await createTestApp();
   upstream = new FakeUpstream();
-  installTools(t.registry, [remoteTool('echoes', upstream), quarantinedTool('held', upstream)]);
+  await installTools(t.registry, [remoteTool('echoes', upstream), quarantinedTool('held', upstream)]);
   alice = await mintKey(t.app, 'user', 'alice');
   ({ server, base } = await listen(t.app));
 });

@@ -172,6 +172,7 @@ describe.each(variants)('OpenAPI %s', (_label, options) => {
     expect(await call(connector, 'text')).toEqual({ output: { status: 200, body: 'hello pets' }, isError: false });
     const big = await call(connector, 'big');
     expect(big).toMatchObject({
+      output: { status: 200, body: null },
       isError: true,
       errorMessage: 'Participant pets answered more than 1048576 bytes for big',
     });

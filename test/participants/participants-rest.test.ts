@@ -188,6 +188,11 @@ describe('registration refusals', () => {
     const scheme = await register({ name: 'bad-scheme', transport: 'mcp-http', url: 'file:///etc/passwd' });
     expect(scheme.status).toBe(400);
 
+    // Cloud metadata and link-local addresses are refused (PARTICIPANT_ALLOWED_HOSTS lists none here).
+    const metadata = await register({ name: 'metadata', transport: 'mcp-http', url: 'http://169.254.169.254/mcp' });
+    expect(metadata.status).toBe(400);
+    expect(metadata.body.errors).toEqual([expect.objectContaining({ path: 'url' })]);
+
     const stdioWithUrl = await register({ name: 'mixed', transport: 'mcp-stdio', command: 'node', url: upstream.url });
     expect(stdioWithUrl.status).toBe(400);
   });

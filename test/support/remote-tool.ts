@@ -4,15 +4,15 @@
  * (answers `{ content, structuredContent? }` as an MCP upstream would, throws
  * ParticipantUnavailableError when the upstream is "down", a ToolError for
  * an upstream error result), and counts the upstream calls it makes. For
- * the negotiate side's tests until the real connectors are wired in; and
- * `installTools` adds tools to a registry's current set the way a reload
- * does (its 'change' event), so the catalog, the router and the MCP
- * endpoint all see them.
+ * the negotiate side's tests beside the real connectors' (faults on demand,
+ * calls counted); `installTools` publishes them through the registry's
+ * seam for participants (setRemoteTools), so the catalog, the router and
+ * the MCP endpoint all see them.
  */
 import { qualifiedName, providerName } from '../../src/core/naming';
 import type { Level } from '../../src/core/tool-interface';
-import { ToolError } from '../../src/core/tool-interface';
 import {
+  ParticipantCallError,
   ParticipantUnavailableError,
   isRecord,
   type LoadedAction,
@@ -20,7 +20,7 @@ import {
   type RemoteActionInfo,
   type RunCall,
 } from '../../src/core/tool-module';
-import type { ToolRegistry, ToolSet } from '../../src/core/tool-registry';
+import type { ToolRegistry } from '../../src/core/tool-registry';
 
 export interface UpstreamCall {
   action: string;
@@ -52,7 +52,7 @@ export class FakeUpstream {
     this.calls.push({ action, args, owner: call?.conversationOwner });
     for (const arrived of this.arrivals.splice(0)) arrived();
     if (this.gate) await this.gate;
-    if (this.mode === 'error') throw new ToolError('tool_error', `Participant echoes: ${action} returned an error`);
+    if (this.mode === 'error') throw new ParticipantCallError(`Participant echoes: ${action} returned an error`);
     const text = typeof args.message === 'string' ? args.message : JSON.stringify(args);
     return action === 'echo'
       ? { content: [{ type: 'text', text: `Echo: ${text}` }] }
@@ -123,20 +123,7 @@ export function quarantinedTool(name: string, upstream: FakeUpstream): LoadedToo
   });
 }
 
-/** The registry's current set plus `extra`, published as a reload publishes a new set. */
-export function installTools(registry: ToolRegistry, extra: LoadedTool[]): ToolSet {
-  const current = registry.current();
-  const tools = Object.freeze(
-    [...current.tools.filter((t) => !extra.some((e) => e.name === t.name)), ...extra].sort((a, b) =>
-      a.name < b.name ? -1 : a.name > b.name ? 1 : 0,
-    ),
-  );
-  const set: ToolSet = Object.freeze({
-    generation: current.generation + 1,
-    tools,
-    byName: new Map(tools.map((t) => [t.name, t] as const)),
-    actions: Object.freeze(tools.flatMap((t) => t.actions)),
-  });
-  registry.emit('change', set, 'local');
-  return set;
+/** Publishes `tools` as the registry's participants' tools (as the participant service does). */
+export async function installTools(registry: ToolRegistry, tools: LoadedTool[]): Promise<void> {
+  await registry.setRemoteTools(tools);
 }

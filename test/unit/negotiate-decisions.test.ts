@@ -305,9 +305,9 @@ describe('what a decision leaves behind', () => {
 describe('a participant’s action (a remote tool) is decided as any other', () => {
   let upstream: FakeUpstream;
 
-  beforeEach(() => {
+  beforeEach(async () => {
     upstream = new FakeUpstream();
-    installTools(core.registry, [remoteTool('echoes', upstream), quarantinedTool('held', upstream)]);
+    await installTools(core.registry, [remoteTool('echoes', upstream), quarantinedTool('held', upstream)]);
   });
 
   const ECHO = { action: 'echoes/echo', args: { message: 'hi' } };

@@ -55,6 +55,12 @@ describe('actionNamesFor', () => {
     expect(names.get('list_tools')).toBe(`list-tools-${digest6('list_tools')}`);
   });
 
+  it('keeps a name whose kebab form is the empty-name base when nothing collides (`Action` → `action`)', () => {
+    const names = actionNamesFor(['Action', '!!']);
+    expect(names.get('Action')).toBe('action');
+    expect(names.get('!!')).toBe(`action-${digest6('!!')}`);
+  });
+
   it('takes more digits when a suffixed name is already taken by a plain one', () => {
     const taken = `read-file-${digest6('read_file')}`;
     const names = actionNamesFor(['read_file', 'readFile', taken]);
