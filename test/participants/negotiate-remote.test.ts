@@ -11,6 +11,7 @@
  * LoadedTool whose run answers as a connector does (test/support/remote-tool.ts).
  */
 import type { Server } from 'node:http';
+import { Client as ClientV2, StreamableHTTPClientTransport as TransportV2 } from '@modelcontextprotocol/client';
 import { request } from '../support/auth';
 import { serverUrl } from '../support/db-server';
 import { uniqueId } from '../support/ids';
@@ -237,6 +238,36 @@ describe('REST negotiate', () => {
   });
 });
 
+describe('saveAs with an Idempotency-Key', () => {
+  it('saves once: the resource, its entry and the kept outcome in one transaction; a replay writes nothing', async () => {
+    const id = await conversation({ echoes: 2 });
+    const sent = await sqlStatements(() =>
+      negotiate(id, { ...NOTE, saveAs: 'kept' })
+        .set('Idempotency-Key', 'k-save')
+        .expect(200),
+    );
+    if (serverUrl()) {
+      expect(sent.map((s) => s.split(/\s+/)[0]!.replace(/;$/, ''))).toEqual([
+        'idempotency_find',
+        'decision_select',
+        'idempotency_claim',
+        'BEGIN',
+        'resource_upsert',
+        'idempotency_keep',
+        'COMMIT',
+      ]);
+    }
+    await negotiate(id, { ...NOTE, saveAs: 'kept' })
+      .set('Idempotency-Key', 'k-save')
+      .expect(200)
+      .expect('Idempotent-Replayed', 'true');
+    const kept = await request(t.app, alice.token).get(`/conversations/${id}/resources/kept`).expect(200);
+    expect(kept.body).toMatchObject({ data: { noted: 'remember' }, version: 1 });
+    expect(upstream.calls).toHaveLength(1);
+    expect(await entries(id)).toEqual(['echoes/store-note success 200']);
+  });
+});
+
 describe('what callers are shown', () => {
   it('hides quarantined actions from non-admins everywhere; admins see them marked in /tools', async () => {
     const mine = await request(t.app, alice.token).get('/tools').expect(200);
@@ -304,6 +335,37 @@ describe('the conversation’s MCP endpoint', () => {
       expect(upstream.calls.map((c) => c.action)).toEqual(['echo', 'store-note']);
     } finally {
       await mcp.close();
+    }
+  });
+
+  it('serves a 2026-07-28 client (the fast path): saveAs in _meta, participant_unavailable as a tool result', async () => {
+    const id = await conversation({ echoes: 2 });
+    const client = new ClientV2(
+      { name: 'remote-v2', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await client.connect(
+      new TransportV2(new URL(`${base}/conversations/${id}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${alice.token}` } },
+      }),
+    );
+    try {
+      const saved = await client.callTool({
+        name: 'echoes_echo',
+        arguments: { message: 'modern' },
+        _meta: { saveAs: 'modern' },
+      });
+      expect(saved.isError).toBeFalsy();
+      const res = await request(t.app, alice.token).get(`/conversations/${id}/resources/modern`).expect(200);
+      expect(res.body).toMatchObject({ data: 'Echo: modern', createdBy: 'echoes' });
+      upstream.mode = 'down';
+      const down = await client.callTool({ name: 'echoes_echo', arguments: { message: 'x' } });
+      expect(down.isError).toBe(true);
+      expect(JSON.stringify(down.content)).toContain('[code: participant_unavailable]');
+      const held = await client.callTool({ name: 'echoes_changed-tool', arguments: { message: 'x' } });
+      expect(JSON.stringify(held.content)).toContain('[code: tool_definition_changed]');
+    } finally {
+      await client.close();
     }
   });
 });
