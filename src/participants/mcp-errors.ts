@@ -67,7 +67,7 @@ export function redactDeep(value: unknown, redact: Redactor): unknown {
   return value;
 }
 
-/** The network failure codes Node and undici give, in words; nothing else of a cause is ever shown. */
+/** The failure codes Node and undici give (network, spawn), in words; nothing else of a cause is ever shown. */
 const NETWORK_REASONS: Record<string, string> = {
   ECONNREFUSED: 'connection refused',
   ECONNRESET: 'connection reset',
@@ -80,6 +80,9 @@ const NETWORK_REASONS: Record<string, string> = {
   UND_ERR_SOCKET: 'connection reset',
   UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
   UND_ERR_HEADERS_TIMEOUT: 'no answer',
+  // A stdio child that could not be spawned.
+  ENOENT: 'command not found',
+  EACCES: 'command not executable',
 };
 
 function causes(error: unknown): unknown[] {

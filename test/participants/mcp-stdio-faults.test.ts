@@ -178,3 +178,21 @@ describe('a child that ignores SIGTERM', () => {
     expect(isGone(pid!)).toBe(true);
   });
 });
+
+describe('a command that does not exist', () => {
+  it('fails start() with UpstreamUnavailableError saying so', async () => {
+    const connector = createMcpStdioConnector({
+      participant: 'nothing',
+      command: '/nonexistent/mcp-server',
+      logger: memoryLogger(),
+      restart: { initialMs: 100, maxMs: 200 },
+    });
+    try {
+      const error = await failure(connector.start());
+      expect(error).toBeInstanceOf(UpstreamUnavailableError);
+      expect((error as Error).message).toBe('Participant nothing is unavailable: command not found');
+    } finally {
+      await connector.close();
+    }
+  });
+});
