@@ -64,6 +64,9 @@ export async function listThrough(connection: McpConnection, where: CallWhere): 
   try {
     tools = await connection.listTools();
   } catch (error) {
+    // A listing that does not end is an upstream that is not working: unavailable, not a call's timeout.
+    if (classify(error, false).kind === 'timeout')
+      throw unavailable(where.participant, 'did not list its tools in time');
     throw connection.asThrown(error, where.unavailableReason?.());
   }
   return tools.map(upstreamToolOf);

@@ -20,6 +20,8 @@ import type { UpstreamInfo } from './upstream';
 export const DEFAULT_CLIENT_INFO: Implementation = { name: 'tool-orchestrator', version: '0.1.0' };
 // A handshake that takes longer than this is an upstream that is not working.
 export const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
+// Listing every page of tools/list; longer is an upstream that is not working (not the SDK's 60 s default).
+export const DEFAULT_LIST_TIMEOUT_MS = 30_000;
 
 export interface McpConnectionOptions {
   participant: string;
@@ -28,6 +30,8 @@ export interface McpConnectionOptions {
   clientInfo?: Implementation;
   logger: ToolLogger;
   connectTimeoutMs?: number;
+  /** tools/list, all pages. Default 30 s. */
+  listTimeoutMs?: number;
   /** Timeout of the 2026-07-28 probe (stdio: silence there means a 2025-era server). */
   probeTimeoutMs?: number;
   /** notifications/tools/list_changed. */
@@ -156,7 +160,10 @@ export class McpConnection {
 
   /** tools/list, every page (the SDK walks the cursor). */
   async listTools(): Promise<Tool[]> {
-    const result = await this.request((c) => c.listTools(undefined, { cacheMode: 'refresh' }));
+    const timeout = this.options.listTimeoutMs ?? DEFAULT_LIST_TIMEOUT_MS;
+    const result = await this.request((c) =>
+      c.listTools(undefined, { cacheMode: 'refresh', timeout, maxTotalTimeout: timeout }),
+    );
     return result.tools;
   }
 

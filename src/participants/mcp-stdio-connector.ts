@@ -27,6 +27,8 @@ export interface McpStdioConnectorOptions {
   restart?: { initialMs?: number; maxMs?: number };
   clientInfo?: Implementation;
   connectTimeoutMs?: number;
+  /** tools/list, all pages. Default 30 s. */
+  listTimeoutMs?: number;
   /** Between SIGTERM and SIGKILL. Default 2 s. */
   killGraceMs?: number;
   /** The largest single message read from stdout. Default 8 MiB. */
@@ -61,6 +63,7 @@ export function createMcpStdioConnector(options: McpStdioConnectorOptions): Upst
     logger,
     clientInfo: options.clientInfo,
     connectTimeoutMs: options.connectTimeoutMs,
+    listTimeoutMs: options.listTimeoutMs,
     probeTimeoutMs: PROBE_TIMEOUT_MS,
     makeTransport: () => {
       const handle = childTransport({

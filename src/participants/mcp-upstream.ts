@@ -32,6 +32,8 @@ export interface McpHttpConnectorOptions {
   /** Connections kept for per-owner header sets. Default 32. */
   maxCredentialConnections?: number;
   connectTimeoutMs?: number;
+  /** tools/list, all pages. Default 30 s. */
+  listTimeoutMs?: number;
 }
 
 const DEFAULT_MAX_CREDENTIAL_CONNECTIONS = 32;
@@ -64,6 +66,7 @@ export function createMcpHttpConnector(options: McpHttpConnectorOptions): Upstre
       logger,
       clientInfo: options.clientInfo,
       connectTimeoutMs: options.connectTimeoutMs,
+      listTimeoutMs: options.listTimeoutMs,
       onToolsChanged,
       makeTransport: () =>
         new StreamableHTTPClientTransport(url, {

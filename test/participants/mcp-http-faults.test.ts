@@ -66,6 +66,27 @@ describe('an upstream answering garbage', () => {
   });
 });
 
+describe('an upstream that never answers tools/list', () => {
+  it('is unavailable once the listing timeout has passed', async () => {
+    const upstream = await startRawServer((m) => (m.method === 'tools/list' ? 'hold' : undefined));
+    const connector = createMcpHttpConnector({
+      participant: 'mute',
+      url: upstream.url,
+      logger: memoryLogger(),
+      listTimeoutMs: 300,
+    });
+    try {
+      await connector.start();
+      const error = await failure(connector.listTools());
+      expect(error).toBeInstanceOf(UpstreamUnavailableError);
+      expect((error as Error).message).toBe('Participant mute is unavailable: did not list its tools in time');
+    } finally {
+      await connector.close();
+      await upstream.close();
+    }
+  });
+});
+
 describe('an upstream echoing the secret headers it was sent', () => {
   let upstream: HttpUpstream;
   const logger = memoryLogger();
