@@ -54,6 +54,8 @@ export class McpConnection {
   private connecting: Promise<Client> | undefined;
   private closed = false;
   private lastInfo: UpstreamInfo = {};
+  /** Clients dropped because the upstream forgot their session: their calls in flight are retried, not failed. */
+  private readonly sessionLost = new WeakSet<Client>();
 
   constructor(private readonly options: McpConnectionOptions) {}
 
@@ -144,16 +146,22 @@ export class McpConnection {
   /** Runs a request; a 2025-era upstream that forgot the session gets a new one and the request once more. */
   async request<T>(run: (client: Client) => Promise<T>): Promise<T> {
     const first = await this.ensure();
+    const transport = this.transport;
     try {
       return await run(first);
     } catch (error) {
-      const failure = classify(error, sessionOf(this.transport) !== undefined);
-      if (failure.kind !== 'session-lost') throw error;
-      this.options.logger.info(
-        { participant: this.participant },
-        `Participant ${this.participant}'s upstream forgot its session; initialising again`,
-      );
-      await this.reset();
+      // Lost with its session: also a call that was in flight on a client another call dropped for that.
+      const lost =
+        this.sessionLost.has(first) || classify(error, sessionOf(transport) !== undefined).kind === 'session-lost';
+      if (!lost || this.closed) throw error;
+      if (this.client === first) {
+        this.options.logger.info(
+          { participant: this.participant },
+          `Participant ${this.participant}'s upstream forgot its session; initialising again`,
+        );
+        this.sessionLost.add(first);
+        await this.reset();
+      }
       return run(await this.ensure());
     }
   }

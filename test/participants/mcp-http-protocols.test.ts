@@ -103,6 +103,13 @@ describe('a sessionful 2025-era upstream', () => {
       const again = await connector.call('echo', { message: 'c' }, opts);
       expect(again.output).toEqual({ content: [{ type: 'text', text: 'Echo: c' }] });
       expect(upstream.initializeCount()).toBe(initsAfterStart + 1);
+      // Calls at once on a forgotten session: one new handshake, every call answered.
+      upstream.forgetSessions();
+      const many = await Promise.all(['d', 'e', 'f', 'g'].map((m) => connector.call('echo', { message: m }, opts)));
+      expect(many.map((r) => r.output)).toEqual(
+        ['d', 'e', 'f', 'g'].map((m) => ({ content: [{ type: 'text', text: `Echo: ${m}` }] })),
+      );
+      expect(upstream.initializeCount()).toBe(initsAfterStart + 2);
     } finally {
       await connector.close();
     }
