@@ -191,7 +191,7 @@ export class ParticipantLive implements RemoteToolSource {
   /** Puts a participant in place; true when it got a new runtime (to connect). */
   private put(record: ParticipantRecord, actions: ActionRecord[]): boolean {
     const previous = this.live.get(record.name);
-    const key = connectionKey(record);
+    const key = connectionKey(record, this.secretsOf(record));
     const keep = previous && previous.key === key ? previous.runtime : undefined;
     if (previous?.runtime && previous.runtime !== keep) void previous.runtime.close();
     const runtime = keep ?? (record.enabled ? this.newRuntime(record) : undefined);
