@@ -113,6 +113,9 @@ export class NegotiateController extends Controller {
    * (routing, policy, permission, args, dry runs), special actions, a
    * failed action (its writes rolled back: 4xx from the tool, 500
    * tool_error) and 503s are not kept: a retry with the key runs afresh.
+   * A participant's action (a remote tool) keeps whatever its upstream
+   * answered, tool_error included (it cannot be rolled back); only 503
+   * participant_unavailable (the upstream was never reached) is not kept.
    * @param idempotencyKey 1 to 255 visible ASCII characters, unique per request you mean to make once.
    * @example body.create {"action": "create-resource", "args": {"name": "notes", "data": {"text": "hello"}}}
    * @example body.explicitTool {"action": "add", "tool": "calculator", "args": {"a": 2, "b": 3}}

@@ -83,11 +83,20 @@ it('calls echo through REST negotiate and the MCP endpoint; a dry run calls noth
     expect(tools.map((x) => x.name)).toContain(`${name}_echo`);
     const called = await mcp.client.callTool({ name: `${name}_echo`, arguments: { message: 'over mcp' } });
     expect(called.isError).toBeFalsy();
-    expect(JSON.stringify(called.content)).toContain('Echo: over mcp');
+    expect(called.content).toEqual([{ type: 'text', text: 'Echo: over mcp' }]);
+    // A tool with an outputSchema: its structuredContent handed out as the upstream gave it (the client checks it).
+    const listed = tools.find((x) => x.name === `${name}_get-structured-content`);
+    expect(listed?.outputSchema).toMatchObject({ type: 'object' });
+    const structured = await mcp.client.callTool({
+      name: `${name}_get-structured-content`,
+      arguments: { location: 'New York' },
+    });
+    expect(structured.isError).toBeFalsy();
+    expect(structured.structuredContent).toMatchObject({ temperature: expect.any(Number) });
   } finally {
     await mcp.close();
   }
-  expect(proxy.calls.slice(before)).toEqual(['echo', 'echo']);
+  expect(proxy.calls.slice(before)).toEqual(['echo', 'echo', 'get-structured-content']);
 });
 
 it('replays a `once`-approved call upstream exactly once', async () => {
