@@ -27,13 +27,15 @@ export function truncate(text: string, max: number): string {
 
 // Parts of a header value shorter than this (a scheme like "Bearer") are not secrets on their own.
 const MIN_SECRET_PART = 8;
+// A value shorter than this (an env flag like "1" or "on") cannot be told from ordinary text; redacting it would mangle every output.
+const MIN_SECRET_VALUE = 4;
 const REDACTED = '[redacted]';
 
 /** The forms of a secret value an echo may take: as is, URL-encoded, JSON-escaped, and its long parts ("Bearer TOKEN" → TOKEN). */
 function secretForms(value: string): string[] {
   const forms = new Set<string>();
   const add = (v: string): void => {
-    if (v.length === 0) return;
+    if (v.length < MIN_SECRET_VALUE) return;
     forms.add(v);
     forms.add(encodeURIComponent(v));
     forms.add(JSON.stringify(v).slice(1, -1));

@@ -6,19 +6,8 @@
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/client';
 import type { UpstreamCallResult, UpstreamTool } from './upstream';
+import { defaultMcpLevel } from './action-names';
 import { type Redactor, redactDeep, truncate } from './mcp-errors';
-
-/**
- * API.md's default level of an MCP tool from its annotations: readOnlyHint
- * true → 1, destructiveHint false → 2, else 3 (the MCP defaults assume a tool
- * may destroy). p-edges exports the same rule as `defaultMcpLevel` from
- * action-names.ts; this copy goes once that lands (one home per rule).
- */
-export function defaultMcpLevel(annotations: Tool['annotations'] | undefined): 1 | 2 | 3 {
-  if (annotations?.readOnlyHint === true) return 1;
-  if (annotations?.destructiveHint === false) return 2;
-  return 3;
-}
 
 function objectSchema(schema: unknown): Record<string, unknown> {
   const s = schema !== null && typeof schema === 'object' && !Array.isArray(schema) ? { ...schema } : {};

@@ -136,4 +136,28 @@ describe('a sessionful 2025-era upstream', () => {
       await connector.close();
     }
   });
+
+  it('keeps at most maxCredentialConnections header sets, closing the least recently used', async () => {
+    const connector = createMcpHttpConnector({
+      participant: 'legacy',
+      url: upstream.url,
+      logger: memoryLogger(),
+      maxCredentialConnections: 2,
+    });
+    const as = (who: string) => ({ ...opts, headers: { Authorization: `Bearer ${who}` } });
+    try {
+      const inits = upstream.initializeCount();
+      await connector.call('echo', { message: '1' }, as('one'));
+      await connector.call('echo', { message: '2' }, as('two'));
+      await connector.call('echo', { message: '1 again' }, as('one')); // reused; 'two' is now the oldest
+      expect(upstream.initializeCount()).toBe(inits + 2);
+      await connector.call('echo', { message: '3' }, as('three')); // evicts 'two'
+      await connector.call('echo', { message: '1 still' }, as('one'));
+      expect(upstream.initializeCount()).toBe(inits + 3);
+      await connector.call('echo', { message: '2 back' }, as('two')); // a new handshake for 'two'
+      expect(upstream.initializeCount()).toBe(inits + 4);
+    } finally {
+      await connector.close();
+    }
+  });
 });

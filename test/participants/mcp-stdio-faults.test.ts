@@ -157,6 +157,7 @@ describe('a child that hangs in a call', () => {
   });
 
   it('close() stops the child and leaves no zombie', async () => {
+    await waitFor('the child announced itself', () => pids(logger).length > 0, 10_000);
     const [pid] = pids(logger);
     expect(pid).toBeDefined();
     expect(isGone(pid!)).toBe(false);
@@ -169,6 +170,7 @@ describe('a child that ignores SIGTERM', () => {
   it('is killed after the grace', async () => {
     const { connector, logger } = fixture('hangs', { env: { SECRET, IGNORE_TERM: '1' }, killGraceMs: 300 });
     await connector.start();
+    await waitFor('the child announced itself', () => pids(logger).length > 0, 10_000);
     const [pid] = pids(logger);
     const started = Date.now();
     await connector.close();

@@ -178,7 +178,9 @@ export async function startLegacySessionServer(): Promise<LegacyUpstream> {
   };
 }
 
-export type RawAnswer = { status: number; contentType?: string; body: string };
+/** An answer; `reset` destroys the connection, `hold` never answers (until the server closes). */
+export type RawAnswer = Reply | 'reset' | 'hold';
+type Reply = { status: number; contentType?: string; body: string };
 
 /**
  * A raw HTTP server answering each JSON-RPC message as `answer` says; by default a minimal
@@ -191,12 +193,12 @@ export async function startRawServer(
   ) => RawAnswer | undefined,
 ): Promise<HttpUpstream> {
   const requests: HttpUpstream['requests'] = [];
-  const json = (id: unknown, result: unknown): RawAnswer => ({
+  const json = (id: unknown, result: unknown): Reply => ({
     status: 200,
     contentType: 'application/json',
     body: JSON.stringify({ jsonrpc: '2.0', id, result }),
   });
-  const fallback = (m: { id?: unknown; method?: string; params?: Record<string, unknown> }): RawAnswer => {
+  const fallback = (m: { id?: unknown; method?: string; params?: Record<string, unknown> }): Reply => {
     if (m.id === undefined) return { status: 202, body: '' };
     if (m.method === 'initialize') {
       return json(m.id, {
@@ -221,6 +223,11 @@ export async function startRawServer(
       }
       const message = (body ?? {}) as { id?: unknown; method?: string; params?: Record<string, unknown> };
       const a = answer(message, req.headers) ?? fallback(message);
+      if (a === 'reset') {
+        req.socket.destroy();
+        return;
+      }
+      if (a === 'hold') return;
       res.writeHead(a.status, a.contentType ? { 'content-type': a.contentType } : {});
       res.end(a.body);
     });
