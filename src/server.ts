@@ -12,6 +12,7 @@ import type { ClientConfig } from 'pg';
 import { buildApp } from './app';
 import { ConfigError, loadConfig } from './config';
 import { DataDirInUseError } from './db/data-dir-lock';
+import { SecretsKeyMismatchError } from './participants/secrets';
 import { openDatabase } from './db/database';
 import { openDatabaseServer } from './db/embedded';
 import { applyMigrations } from './db/migrator';
@@ -199,9 +200,13 @@ function installShutdown(
 }
 
 main().catch((err: unknown) => {
-  // A DATA_DIR owned by another process is an operator's situation, not a bug: no stack.
+  // A DATA_DIR owned by another process, or another SECRETS_KEY, is an operator's situation, not a bug: no stack.
   const text =
-    err instanceof DataDirInUseError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err);
+    err instanceof DataDirInUseError || err instanceof SecretsKeyMismatchError
+      ? err.message
+      : err instanceof Error
+        ? (err.stack ?? err.message)
+        : String(err);
   process.stderr.write(`Startup failed: ${text}\n`);
   process.exit(1);
 });
