@@ -107,6 +107,10 @@ async function main(): Promise<void> {
         await db.ping();
         if (config.migrateOnStart) await migrate(dbServer.clientConfig, logger);
         await bootstrapAdminKey(services.stores.keys, config, logger);
+        // Checks the secrets key against the stored fingerprint (a replica with another key stops here, naming
+        // SECRETS_KEY) and publishes the participants' tools; their upstreams are reached in the background,
+        // so one that is down delays nothing.
+        await services.participants.start();
       },
       logger,
       signal: stopping.signal,
@@ -115,10 +119,6 @@ async function main(): Promise<void> {
     if (stopping.signal.aborted) return; // SIGTERM while waiting: the shutdown handler exits.
     throw err;
   }
-  // Needs the migrated database: checks the secrets key against the stored fingerprint (a replica with another
-  // key stops here, naming SECRETS_KEY) and publishes the participants' tools; their upstreams are reached in
-  // the background, so one that is down delays nothing.
-  await services.participants.start();
   services.authenticator.start();
   services.idempotency.startPurge((err) => logger.warn({ err }, 'Purging expired idempotency keys failed'));
   services.approvals.startSweeper();
