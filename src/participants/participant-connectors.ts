@@ -4,6 +4,7 @@
  * metadata addresses refused, also after redirects and DNS), mcp-stdio as a
  * child spawned without a shell with only the given environment.
  */
+import { canonicalJson, sha256Hex } from '../core/canonical-json';
 import type { ToolLogger } from '../core/tool-interface';
 import { createMcpHttpConnector, createMcpStdioConnector } from './mcp-upstream';
 import { createOpenApiConnector } from './openapi-upstream';
@@ -59,6 +60,8 @@ export function makeConnector(
  * settings and secrets. Levels, include/exclude, description and timeout
  * only rebuild the tool.
  */
-export function connectionKey(record: ParticipantRecord): string {
-  return JSON.stringify([record.transport, record.config, record.sealedSecrets, record.enabled]);
+export function connectionKey(record: ParticipantRecord, secrets: ParticipantSecrets): string {
+  // The secrets' digest, not their sealed text: sealing again (any PATCH) gives another text for the same values.
+  const secretsDigest = sha256Hex(canonicalJson(secrets));
+  return JSON.stringify([record.transport, record.config, secretsDigest, record.enabled]);
 }

@@ -93,6 +93,7 @@ export class ParticipantLive implements RemoteToolSource {
   async drop(name: string): Promise<void> {
     const l = this.live.get(name);
     this.live.delete(name);
+    this.deps.metrics?.forget(name);
     await l?.runtime?.close();
   }
 
@@ -190,10 +191,11 @@ export class ParticipantLive implements RemoteToolSource {
   /** Puts a participant in place; true when it got a new runtime (to connect). */
   private put(record: ParticipantRecord, actions: ActionRecord[]): boolean {
     const previous = this.live.get(record.name);
-    const key = connectionKey(record);
+    const key = connectionKey(record, this.secretsOf(record));
     const keep = previous && previous.key === key ? previous.runtime : undefined;
     if (previous?.runtime && previous.runtime !== keep) void previous.runtime.close();
     const runtime = keep ?? (record.enabled ? this.newRuntime(record) : undefined);
+    if (!runtime) this.deps.metrics?.forget(record.name);
     const tool = runtime
       ? participantTool({
           record,

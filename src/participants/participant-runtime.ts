@@ -133,7 +133,6 @@ export class ParticipantRuntime implements ParticipantCaller {
     this.closed = true;
     const connector = this.connector ?? (await this.starting?.catch(() => undefined));
     this.connector = undefined;
-    this.opts.metrics?.forget(this.opts.participant);
     await connector?.close().catch((err: unknown) => this.opts.logger.warn({ err }, 'closing a participant failed'));
   }
 
@@ -163,7 +162,8 @@ export class ParticipantRuntime implements ParticipantCaller {
     const changed = status !== this.status || lastError !== this.lastError;
     this.status = status;
     if (lastError !== null || status === 'ready') this.lastError = lastError ?? this.lastError;
-    this.opts.metrics?.setUp(this.opts.participant, status === 'ready');
+    // A runtime replaced (its participant changed) must not speak for its successor.
+    if (!this.closed) this.opts.metrics?.setUp(this.opts.participant, status === 'ready');
     if (changed) this.opts.onState?.(this);
   }
 }

@@ -69,9 +69,12 @@ export class Participants {
     });
   }
 
-  /** Once; again returns the same start. Needs the migrated database. */
+  /** Once; again returns the same start, or tries again after a failed one. Needs the migrated database. */
   start(): Promise<void> {
-    this.started ??= this.begin();
+    this.started ??= this.begin().catch((err: unknown) => {
+      this.started = undefined;
+      throw err;
+    });
     return this.started;
   }
 

@@ -105,6 +105,30 @@ describe('an upstream whose definitions change while the service runs', () => {
     expect(loaded('greet')).toBeUndefined();
   });
 
+  it('the periodic refresh (PARTICIPANT_REFRESH_SECONDS) finds a change the upstream never announced', async () => {
+    const quiet = await startChangingUpstream({ tick: 'Ticks' });
+    const periodic = await createTestApp({ PARTICIPANT_REFRESH_SECONDS: '1' }, { replicaOf: t });
+    try {
+      const name = `periodic-${Date.now().toString(36)}`;
+      await request(periodic.app, TEST_ADMIN_TOKEN)
+        .post('/participants')
+        .send({ name, transport: 'mcp-http', url: quiet.url })
+        .expect(201);
+      quiet.setTool('tick', 'Ticks, now differently', { silently: true });
+      await waitFor(
+        'the periodic refresh quarantines tick',
+        async () => {
+          const res = await request(periodic.app, TEST_ADMIN_TOKEN).get(`/participants/${name}`).expect(200);
+          return (res.body.actions as ActionView[])[0]?.status === 'quarantined';
+        },
+        5_000,
+      );
+    } finally {
+      await periodic.close();
+      await quiet.close();
+    }
+  }, 30_000);
+
   it('approving an action that is not quarantined changes nothing; an unknown one is a 404', async () => {
     expect((await admin().post(`/participants/${NAME}/actions/nope/approve`)).status).toBe(404);
     expect((await admin().get(`/participants/${NAME}/actions/nope`)).status).toBe(404);

@@ -10,6 +10,7 @@ import { PROJECT_ROOT } from '../../src/project-root';
 import { TEST_ADMIN_TOKEN, request } from '../support/auth';
 import { type MintedKey, as, createConversation, mintAgentKey, mintKey } from '../support/identity';
 import { uniqueId } from '../support/ids';
+import { waitFor } from '../support/poll';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { type RunningUpstream, startEverythingHttp } from './support/upstreams';
 
@@ -123,6 +124,10 @@ describe('an mcp-http participant', () => {
       .expect(200);
     expect(removed.body.secrets).toEqual(['headers.Authorization']);
     expect(removed.body.description).toBe('changed');
+    // A change that touches neither the address nor a secret keeps the connection (no new handshake).
+    await waitFor('reconnected', async () => (await admin().get(`/participants/${name}`)).body.status === 'ready');
+    const kept = await admin().patch(`/participants/${name}`).send({ description: 'changed again' }).expect(200);
+    expect(kept.body.status).toBe('ready');
 
     const audit = await admin().get('/conversations/_system/audit?limit=500').expect(200);
     expectNoSecret(audit.body);

@@ -24,8 +24,11 @@ interface Session {
 
 export interface ChangingUpstream {
   url: string;
-  /** Changes (or adds) a tool on every session, which are told tools/list_changed. */
-  setTool(name: string, description: string): void;
+  /**
+   * Changes (or adds) a tool on every session, which are told tools/list_changed; `silently`: they are
+   * not told (as a server that never notifies), so only a listing finds the change.
+   */
+  setTool(name: string, description: string, options?: { silently?: boolean }): void;
   removeTool(name: string): void;
   close(): Promise<void>;
 }
@@ -98,12 +101,15 @@ export async function startChangingUpstream(initial: Record<string, string>): Pr
 
   return {
     url: `http://127.0.0.1:${port}/mcp`,
-    setTool(name, description) {
+    setTool(name, description, options = {}) {
       tools.set(name, { description });
       for (const s of sessions.values()) {
+        const notify = s.server.sendToolListChanged.bind(s.server);
+        if (options.silently) s.server.sendToolListChanged = () => undefined;
         const existing = s.registered.get(name);
         if (existing) existing.update({ description });
         else register(s, name, { description });
+        s.server.sendToolListChanged = notify;
       }
     },
     removeTool(name) {
