@@ -27,6 +27,8 @@ import { eventWakeups } from './db/event-wakeups';
 import { negotiationStatus } from './http/negotiate-status';
 import { PROBLEM_STATUS, type ProblemCode } from './http/problem';
 import { openStores } from './db/stores';
+import { SqlParticipantStore } from './db/participant-store';
+import { Participants } from './participants/participants';
 import type { Logger } from './logger';
 import type { Services } from './services';
 import { Metrics } from './observability/metrics';
@@ -127,6 +129,14 @@ export function wireServices(
     eventWakeups(db, logger.child({ component: 'events' })),
   );
   const keys = new KeyService(stores.keys, access, audit);
+  const participants = new Participants({
+    store: new SqlParticipantStore(db.pool),
+    registry,
+    audit,
+    logger: logger.child({ component: 'participants' }),
+    metrics: metrics?.participants,
+    config,
+  });
   const authenticator = new Authenticator(
     stores.keys,
     logger.child({ component: 'auth' }),
@@ -153,6 +163,7 @@ export function wireServices(
       conversations,
       audit,
       metrics,
+      participants,
     },
     registry,
   };

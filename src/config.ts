@@ -5,6 +5,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { z } from 'zod';
+import { parseAllowedHosts } from './participants/address-rules';
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -90,10 +91,19 @@ export const ZConfig = z.object({
   EVENTS_MAX_STREAMS_PER_PRINCIPAL: z.coerce.number().int().min(1).max(100000).default(16),
   /** GET /metrics (Prometheus); false: no metrics are kept and the path is a 404. */
   METRICS_ENABLED: ZBoolean.default(true),
+  /**
+   * The key sealing participants' secrets (AES-256-GCM): 32 random bytes in base64, the same on every
+   * replica. Unset: generated at first start into DATA_DIR/secrets.key (mode 0600).
+   */
+  SECRETS_KEY: z.string().optional(),
+  /** How often each participant's upstream tools are listed again (pinning checks); 0 turns the timer off. */
+  PARTICIPANT_REFRESH_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
+  /** Comma-separated hosts a participant may reach although they are link-local or cloud metadata addresses. */
+  PARTICIPANT_ALLOWED_HOSTS: z.string().optional(),
 });
 
 /** Settings whose values never appear in a message. */
-const SECRETS = new Set(['ADMIN_API_KEY', 'DATABASE_URL']);
+const SECRETS = new Set(['ADMIN_API_KEY', 'DATABASE_URL', 'SECRETS_KEY']);
 
 export interface Config {
   nodeEnv: 'development' | 'production' | 'test';
@@ -131,6 +141,11 @@ export interface Config {
   metricsEnabled: boolean;
   /** express's `trust proxy` setting. */
   trustProxy: boolean | number | string;
+  /** SECRETS_KEY as given (base64); undefined: DATA_DIR/secrets.key. */
+  secretsKey: string | undefined;
+  participantRefreshSeconds: number;
+  /** PARTICIPANT_ALLOWED_HOSTS, as listed. */
+  participantAllowedHosts: string[];
 }
 
 const list = (v: string | undefined): string[] | undefined =>
@@ -149,6 +164,14 @@ export class ConfigError extends Error {
 }
 
 type TEnv = z.infer<typeof ZConfig>;
+
+function allowedParticipantHosts(value: string | undefined): string[] {
+  try {
+    return parseAllowedHosts(value);
+  } catch (err) {
+    throw new ConfigError([(err as Error).message]);
+  }
+}
 
 export function loadConfig(env: NodeJS.ProcessEnv | Record<string, string | undefined>): Config {
   return toConfig(checkedEnv(env));
@@ -237,5 +260,8 @@ function toConfig(c: TEnv): Config {
           : /^\d+$/.test(c.TRUST_PROXY)
             ? Number(c.TRUST_PROXY)
             : c.TRUST_PROXY,
+    secretsKey: c.SECRETS_KEY,
+    participantRefreshSeconds: c.PARTICIPANT_REFRESH_SECONDS,
+    participantAllowedHosts: allowedParticipantHosts(c.PARTICIPANT_ALLOWED_HOSTS),
   };
 }

@@ -12,6 +12,7 @@ import type { ClientConfig } from 'pg';
 import { buildApp } from './app';
 import { ConfigError, loadConfig } from './config';
 import { DataDirInUseError } from './db/data-dir-lock';
+import { SecretsKeyMismatchError } from './participants/secrets';
 import { openDatabase } from './db/database';
 import { openDatabaseServer } from './db/embedded';
 import { applyMigrations } from './db/migrator';
@@ -65,6 +66,8 @@ async function main(): Promise<void> {
     services.authenticator.stop();
     services.idempotency.stopPurge();
     services.approvals.stopSweeper();
+    // Participants' connections (stdio children too) end before the tools they serve.
+    await services.participants.close();
     await services.events.close();
     await registry.close();
     // Queued audit entries are written (and sealed) before the pool closes.
@@ -109,6 +112,10 @@ async function main(): Promise<void> {
         await db.ping();
         if (config.migrateOnStart) await migrate(dbServer.clientConfig, logger);
         await bootstrapAdminKey(services.stores.keys, config, logger);
+        // Checks the secrets key against the stored fingerprint (a replica with another key stops here, naming
+        // SECRETS_KEY) and publishes the participants' tools; their upstreams are reached in the background,
+        // so one that is down delays nothing.
+        await services.participants.start();
       },
       logger,
       signal: stopping.signal,
@@ -200,9 +207,13 @@ function installShutdown(
 }
 
 main().catch((err: unknown) => {
-  // A DATA_DIR owned by another process is an operator's situation, not a bug: no stack.
+  // A DATA_DIR owned by another process, or another SECRETS_KEY, is an operator's situation, not a bug: no stack.
   const text =
-    err instanceof DataDirInUseError ? err.message : err instanceof Error ? (err.stack ?? err.message) : String(err);
+    err instanceof DataDirInUseError || err instanceof SecretsKeyMismatchError
+      ? err.message
+      : err instanceof Error
+        ? (err.stack ?? err.message)
+        : String(err);
   process.stderr.write(`Startup failed: ${text}\n`);
   process.exit(1);
 });

@@ -20,6 +20,7 @@ import type { ToolCatalog } from './core/tool-catalog';
 import type { Database } from './db/database';
 import type { Logger } from './logger';
 import type { Metrics } from './observability/metrics';
+import type { Participants } from './participants/participants';
 
 export interface Services {
   config: Config;
@@ -51,4 +52,6 @@ export interface Services {
   authenticator: Authenticator;
   /** Prometheus metrics (GET /metrics); undefined with METRICS_ENABLED=false. */
   metrics: Metrics | undefined;
+  /** Remote tools (API.md, Participants): `service` for REST; start() after migrations, close() at shutdown. */
+  participants: Participants;
 }

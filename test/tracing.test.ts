@@ -18,6 +18,7 @@ import { uniqueId } from './support/ids';
 import { waitFor } from './support/poll';
 import { type ScratchDir, scratchDir } from './support/scratch-dir';
 import { type SpawnedServer, startServer } from './support/spawn-server';
+import { startEverythingHttp } from './participants/support/upstreams';
 
 type AnyValue = { stringValue?: string; intValue?: string | number; boolValue?: boolean; doubleValue?: number };
 interface OtlpSpan {
@@ -125,7 +126,11 @@ describe('OpenTelemetry traces over OTLP', () => {
   beforeAll(async () => {
     endpoint = await receiver.listen();
     // Export within 100 ms of a span's end rather than the default 5 s.
-    traced = await startTraced(endpoint, { OTEL_BSP_SCHEDULE_DELAY: '100' });
+    // A key for the participants' secrets (the test's participant has a header), rather than one in DATA_DIR.
+    traced = await startTraced(endpoint, {
+      OTEL_BSP_SCHEDULE_DELAY: '100',
+      SECRETS_KEY: randomBytes(32).toString('base64'),
+    });
     server = traced.server;
   }, 90_000);
 
@@ -186,6 +191,43 @@ describe('OpenTelemetry traces over OTLP', () => {
     expect([...receiver.contentTypes]).toEqual(['application/json']);
     // Probes (waitReady polled /readyz) make no spans.
     expect(receiver.spans.some((s) => s.name.includes('/readyz') || attr(s, 'http.target') === '/readyz')).toBe(false);
+  });
+
+  it('records where a participant’s upstream call went: server.address and mcp.method.name, no secret', async () => {
+    const upstream = await startEverythingHttp();
+    try {
+      const secret = `secret-${randomBytes(8).toString('hex')}`;
+      const registered = await fetch(`${server!.url}/participants`, {
+        method: 'POST',
+        headers: { ...bearer(), 'content-type': 'application/json' },
+        body: JSON.stringify({
+          name: 'traced-everything',
+          transport: 'mcp-http',
+          url: upstream.url,
+          headers: { 'X-Api-Key': secret },
+        }),
+      });
+      expect(registered.status).toBe(201);
+      const traceId = randomBytes(16).toString('hex');
+      const res = await fetch(`${server!.url}/conversations/${uniqueId('traced-remote')}/negotiate`, {
+        method: 'POST',
+        headers: {
+          ...bearer(),
+          'content-type': 'application/json',
+          traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01`,
+        },
+        body: JSON.stringify({ action: 'traced-everything/echo', args: { message: 'traced' } }),
+      });
+      expect(res.status).toBe(200);
+      const ofTrace = (): OtlpSpan[] => receiver.spans.filter((s) => s.traceId === traceId);
+      await waitFor('the server span of the remote call', () => ofTrace().some((s) => s.kind === SPAN_KIND_SERVER));
+      const toolSpan = ofTrace().find((s) => s.name === 'execute_tool traced-everything/echo')!;
+      expect(attr(toolSpan, 'server.address')).toBe('127.0.0.1');
+      expect(attr(toolSpan, 'mcp.method.name')).toBe('tools/call');
+      expect(JSON.stringify(ofTrace())).not.toContain(secret);
+    } finally {
+      await upstream.stop();
+    }
   });
 
   it('names a refused call by its outcome code, and exports what is buffered on SIGTERM', async () => {

@@ -28,11 +28,15 @@ export interface AuditLogEntry {
   /**
    * `negotiate`, `negotiate.dry_run`, `permission.changed`, `key.created`,
    * `key.revoked`, `conversation.created`, `conversation.deleted`,
-   * `approval.requested`, `approval.decided`.
+   * `approval.requested`, `approval.decided`; in `_system`, participants'
+   * `participant.registered`, `participant.changed`, `participant.deleted`,
+   * `participant.action_quarantined`, `participant.action_approved`,
+   * `participant.credentials_set`, `participant.credentials_removed`.
    */
   event: string;
+  /** The tool (negotiate, permission.changed); the participant (participant events). */
   tool?: string;
-  /** The action (negotiate); `level-A-to-B` (permission.changed); the key id (key events). */
+  /** The action (negotiate, participant actions); `level-A-to-B` (permission.changed); the key id (key events). */
   action?: string;
   /** `success`, or the outcome's code (`permission_required`, `tool_error`, `unavailable`, …). */
   outcome: string;

@@ -26,10 +26,12 @@ import {
   negotiatedDryRunExample,
   negotiatedExample,
   noToolExample,
+  participantUnavailableExample,
   permissionRequiredExample,
   resourceExistsExample,
   resourceNotFoundOutcomeExample,
   resourceTooLargeExample,
+  toolDefinitionChangedExample,
   toolErrorExample,
   unknownToolExample,
 } from './examples/negotiation';
@@ -76,6 +78,17 @@ export interface NegotiateBody {
    * @pattern ^[A-Za-z0-9:_-]{1,128}$ must be 1 to 128 characters of A-Z a-z 0-9 : _ -
    */
   approvalId?: string;
+  /**
+   * A resource name (`^[A-Za-z0-9:_-]{1,128}$`; another is 400 invalid_args):
+   * the call's result is written there in the conversation's shared context,
+   * created or updated by the tool, in the same transaction as the call's
+   * audit entry. For a participant's MCP action the result is its
+   * `structuredContent`, else the text of its content; for an OpenAPI one its
+   * body; for a bundled action its output. Saving is a write: the tool's level
+   * must be 2 or more (else 403 permission_required, whose approval covers
+   * the call with this very name).
+   */
+  saveAs?: string;
 }
 
 @Route('conversations')
@@ -100,6 +113,9 @@ export class NegotiateController extends Controller {
    * (routing, policy, permission, args, dry runs), special actions, a
    * failed action (its writes rolled back: 4xx from the tool, 500
    * tool_error) and 503s are not kept: a retry with the key runs afresh.
+   * A participant's action (a remote tool) keeps whatever its upstream
+   * answered, tool_error included (it cannot be rolled back); only 503
+   * participant_unavailable (the upstream was never reached) is not kept.
    * @param idempotencyKey 1 to 255 visible ASCII characters, unique per request you mean to make once.
    * @example body.create {"action": "create-resource", "args": {"name": "notes", "data": {"text": "hello"}}}
    * @example body.explicitTool {"action": "add", "tool": "calculator", "args": {"a": 2, "b": 3}}
@@ -107,6 +123,7 @@ export class NegotiateController extends Controller {
    * @example body.upgrade {"action": "upgrade:data-tool:level-2"}
    * @example body.listTools {"action": "list-tools"}
    * @example body.retryWithApproval {"action": "create-resource", "args": {"name": "notes", "data": {"text": "hello"}}, "approvalId": "apr_A2k3sjj3kmXySulM"}
+   * @example body.saveAs {"action": "everything/echo", "args": {"message": "hello"}, "saveAs": "greeting"}
    * @summary Route, authorize and run an action
    */
   @Post('{conversationId}/negotiate')
@@ -143,9 +160,10 @@ export class NegotiateController extends Controller {
   )
   @Response<NegotiationResult | Problem>(409, '', ambiguousActionExample, NEGOTIATE_OR_PROBLEM)
   @Response<NegotiationResult | Problem>(409, '', resourceExistsExample, NEGOTIATE_OR_PROBLEM)
+  @Response<NegotiationResult | Problem>(409, '', toolDefinitionChangedExample, NEGOTIATE_OR_PROBLEM)
   @Response<NegotiationResult | Problem>(
     409,
-    'ambiguous_action, resource_exists, approval_mismatch (the approval is for another call) or approval_used (NegotiationResult); a request with this Idempotency-Key still running (conflict, problem+json)',
+    "ambiguous_action, resource_exists, approval_mismatch (the approval is for another call), approval_used or tool_definition_changed (a participant's action whose definition changed upstream, awaiting an admin's approval) (NegotiationResult); a request with this Idempotency-Key still running (conflict, problem+json)",
     idempotencyInFlightExample,
     NEGOTIATE_OR_PROBLEM,
   )
@@ -169,7 +187,16 @@ export class NegotiateController extends Controller {
     PROBLEM_JSON,
   )
   @Response<NegotiationResult>(500, 'tool_error: the tool threw (details only in the log)', toolErrorExample)
-  @Response<Problem>(503, 'Database unreachable (unavailable)', unavailableExample, PROBLEM_JSON)
+  @Response<NegotiationResult | Problem>(503, '', participantUnavailableExample, NEGOTIATE_OR_PROBLEM)
+  @Response<
+    NegotiationResult | Problem,
+    { /** Seconds until a retry may succeed (participant_unavailable). */ 'Retry-After'?: string }
+  >(
+    503,
+    "participant_unavailable (NegotiationResult, with Retry-After): a participant's upstream cannot be reached or its circuit is open, nothing ran; database unreachable (unavailable, problem+json)",
+    unavailableExample,
+    NEGOTIATE_OR_PROBLEM,
+  )
   public async negotiate(
     @Request() req: ExRequest,
     @Path() conversationId: Id,
@@ -180,7 +207,7 @@ export class NegotiateController extends Controller {
     if (idempotencyKey === undefined) {
       const result = await this.services.manager.negotiate(principalOf(req), conversationId, body, { meta });
       noteNegotiation(req, result);
-      this.setStatus(negotiationStatus(result));
+      this.answer(result, negotiationStatus(result));
       return result;
     }
     const kept = await this.services.idempotency.negotiate(
@@ -192,7 +219,13 @@ export class NegotiateController extends Controller {
     );
     noteNegotiation(req, kept.body);
     if (kept.replayed) this.setHeader('Idempotent-Replayed', 'true');
-    this.setStatus(kept.status);
+    this.answer(kept.body, kept.status);
     return kept.body;
+  }
+
+  /** The status, and for participant_unavailable the Retry-After header (seconds). */
+  private answer(result: NegotiationResult, status: number): void {
+    this.setStatus(status);
+    if (result.retryAfterSeconds !== undefined) this.setHeader('Retry-After', String(result.retryAfterSeconds));
   }
 }

@@ -43,6 +43,12 @@ export interface Action {
    * one (MCP `outputSchema`: the MCP endpoint checks each result against it).
    */
   outputSchema?: { [key: string]: unknown };
+  /**
+   * Shown to admins only: a participant's action whose definition changed
+   * upstream, awaiting an admin's approval. It is left out for everyone else,
+   * and a call answers 409 `tool_definition_changed`.
+   */
+  status?: 'quarantined';
 }
 
 /** A registered tool and its actions. */
@@ -67,13 +73,15 @@ export class ToolsController extends Controller {
   }
 
   /**
-   * Every registered tool, sorted by name, with its actions.
+   * Every registered tool, sorted by name, with its actions. A participant's
+   * action whose definition changed upstream (quarantined) is listed for
+   * admins only, with `status: "quarantined"`.
    * @summary List the registered tools
    */
   @Get()
   @Response<Problem>(400, 'Malformed URL: bad percent-encoding or a NUL character', badUrlExample, PROBLEM_JSON)
-  public listTools(): ToolList {
-    return { tools: this.services.catalog.toolViews() };
+  public listTools(@Request() req: ExpressRequest): ToolList {
+    return { tools: this.services.catalog.toolViews(req.principal?.role === 'admin') };
   }
 
   // The literal routes come before `{name}`: express matches in registration
@@ -122,7 +130,8 @@ export class ToolsController extends Controller {
         : await this.services.conversations.policy(principalOf(req), conversationId);
     // An agent key's ceiling: what it can never run is not offered (as MCP tools/list does).
     const maxLevel = req.principal?.maxLevel;
-    return buildDefinitions(this.services.catalog.snapshot().set, format, { query, limit, policy, maxLevel });
+    // Quarantined actions are never offered: they cannot run (tool-catalog.ts).
+    return buildDefinitions(this.services.catalog.snapshot().callable, format, { query, limit, policy, maxLevel });
   }
 
   /**
@@ -145,7 +154,7 @@ export class ToolsController extends Controller {
     PROBLEM_JSON,
   )
   public async getPrompt(@Request() req: ExpressRequest, @Query() conversationId?: Id): Promise<string> {
-    const { set } = this.services.catalog.snapshot();
+    const { callable: set } = this.services.catalog.snapshot();
     const options: PromptOptions = {};
     if (conversationId !== undefined) {
       const context = await this.services.conversations.promptContext(
@@ -176,8 +185,8 @@ export class ToolsController extends Controller {
     PROBLEM_JSON,
   )
   @Response<Problem>(404, 'No such tool', notFoundExample, PROBLEM_JSON)
-  public getTool(@Path() name: ToolName): Tool {
-    const tool = this.services.catalog.toolViews().find((t) => t.name === name);
+  public getTool(@Request() req: ExpressRequest, @Path() name: ToolName): Tool {
+    const tool = this.services.catalog.toolViews(req.principal?.role === 'admin').find((t) => t.name === name);
     if (!tool) throw new AppError('not_found', `Tool not found: ${name.slice(0, 64)}`);
     return tool;
   }

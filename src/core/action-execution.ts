@@ -10,6 +10,7 @@ import type { OutcomeKeeper } from './idempotency';
 import { fail, type NegotiationResult, type Routing } from './negotiation';
 import type { Transaction, UnitOfWork, UnitsOfWork } from './ports';
 import type { ResourceService } from './resource-service';
+import { saveIn, savedData } from './save-as';
 import { ConversationSharedContext } from './shared-context';
 import type { LoadedAction } from './tool-module';
 import { ToolError, type Alignment, type Resource, type ToolLogger } from './tool-interface';
@@ -27,6 +28,8 @@ export interface ExecutionDeps {
    * rolls it back; a result refuses the call, nothing run.
    */
   claim?: (tx: Transaction) => Promise<NegotiationResult | undefined>;
+  /** With `claim`: gives the claimed approval back (a participant's call that never reached its upstream). */
+  release?: () => Promise<void>;
 }
 
 export interface Decided {
@@ -34,7 +37,7 @@ export interface Decided {
   routing: Routing;
 }
 
-const TIMED_OUT = Symbol('timed out');
+export const TIMED_OUT = Symbol('timed out');
 
 /**
  * After a timeout, how long a singleWrite action whose write committed anyway
@@ -46,7 +49,7 @@ const SINGLE_WRITE_GRACE_MS = 1000;
 const MAX_ACTION_ATTEMPTS = 3;
 
 /** The promise's value, or TIMED_OUT when it takes longer than `ms`. */
-async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
+export async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | typeof TIMED_OUT> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<typeof TIMED_OUT>((resolve) => {
     timer = setTimeout(() => resolve(TIMED_OUT), ms);
@@ -73,11 +76,15 @@ export interface ActionCall {
   /** With an Idempotency-Key: the unit begins (and claims the key) before the handler, and keeps the outcome. */
   keeper?: OutcomeKeeper;
   trail?: NegotiationTrail;
+  /** negotiate's saveAs: the output is written under this name in the call's unit of work (src/core/save-as.ts). */
+  saveAs?: string;
+  /** The conversation owner's subject: a participant's action gets it (RunCall), a bundled one never needs it. */
+  owner?: string;
 }
 
 export async function runAction(deps: ExecutionDeps, call: ActionCall, attempt = 1): Promise<NegotiationResult> {
   const { conversationId, action, decided, prefetched, keeper, trail } = call;
-  const unit = await openUnit(deps, action, keeper);
+  const unit = await openUnit(deps, call);
   // A unit not yet begun carries the call's success entry in its BEGIN (a keyed call's began in open()).
   if (unit && trail) trail.ahead(unit, decided);
   if (deps.claim) {
@@ -104,6 +111,10 @@ export async function runAction(deps: ExecutionDeps, call: ActionCall, attempt =
     if (output === TIMED_OUT) return await answerTimeout(deps, call, { unit, running, stop });
     // A handler that swallowed a deadlock error returns over an aborted transaction: nothing would commit.
     if (sharedContext.conflicted) throw new Error('transaction aborted by a deadlock or serialization failure');
+    if (call.saveAs !== undefined && unit) {
+      const json = deps.resources.encode(savedData(action, output ?? null));
+      await saveIn(deps.resources, unit, { conversationId, name: call.saveAs, by: action.tool }, json);
+    }
     const result: NegotiationResult = { success: true, output: output ?? null, ...decided };
     // The kept outcome and the audit entry commit with the action's writes, or none does.
     if (keeper && unit) await keeper.keep(unit, result);
@@ -122,20 +133,19 @@ export async function runAction(deps: ExecutionDeps, call: ActionCall, attempt =
   }
 }
 
-/** The call's unit of work, or none for a read-level action without a key. */
-async function openUnit(
-  deps: ExecutionDeps,
-  action: LoadedAction,
-  keeper: OutcomeKeeper | undefined,
-): Promise<UnitOfWork | undefined> {
+/** The call's unit of work, or none for a read-level action without a key (or a saveAs). */
+async function openUnit(deps: ExecutionDeps, call: ActionCall): Promise<UnitOfWork | undefined> {
+  const { action, keeper, saveAs } = call;
   // Only a write-level action gets a unit of work: a read-level context without one refuses writes.
-  // With a key the unit begins before the handler (the key's claim is in it), whatever the level.
+  // With a key the unit begins before the handler (the key's claim is in it), whatever the level; with
+  // saveAs the output is written in it (a read-level action's context still refuses writes).
   return keeper
     ? await keeper.open()
-    : action.level === 1
+    : action.level === 1 && saveAs === undefined
       ? undefined
-      : // A declared single write commits on its own, with the call's entry; a `once` claim needs a transaction.
-        action.singleWrite && !deps.claim
+      : // A declared single write commits on its own, with the call's entry; a `once` claim or a saveAs
+        // needs a transaction.
+        action.singleWrite && !deps.claim && saveAs === undefined
         ? deps.units.startSingle()
         : deps.units.start();
 }

@@ -106,6 +106,11 @@ export class ApprovalService {
         : fail('approval_used', `Approval ${a.id} was already used; it covered one run`);
   }
 
+  /** Gives a `once` approval claimer() took back: a participant's call that never reached its upstream. */
+  releaser(a: Approval): () => Promise<void> {
+    return () => this.store.release(a.id);
+  }
+
   /**
    * An agent's retry of an approved `once` upgrade: the approval is used and
    * the level set (history row and audit entry by the approver) in one

@@ -302,6 +302,17 @@ export class NegotiationTrail {
     this.recorded = true;
   }
 
+  /**
+   * The outcome, committed before this resolves: a participant's write-level
+   * call, which wrote nothing here to carry its entry, but changed something
+   * upstream (a queued entry may be lost in a crash).
+   */
+  async now(result: NegotiationResult): Promise<void> {
+    if (this.recorded) return;
+    await this.audit.record(this.base.event, this.fields(result));
+    this.recorded = true;
+  }
+
   /** The unit rolled back after inUnit: its entry went with it. */
   rolledBack(): void {
     this.recorded = false;

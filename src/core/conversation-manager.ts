@@ -6,7 +6,7 @@
  * transports choose statuses. The special actions are run by
  * src/core/special-action-handling.ts.
  */
-import { checkInSandbox, runAction, type Decided, type ExecutionDeps } from './action-execution';
+import { type ActionCall, checkInSandbox, runAction, type Decided, type ExecutionDeps } from './action-execution';
 import type { NegotiationAudit } from './audit';
 import { RESERVED_CONVERSATION_ID, conversationNotFound, reservedIdError } from './errors';
 import type { OutcomeKeeper } from './idempotency';
@@ -15,6 +15,8 @@ import { type ConversationManagerDeps, type NegotiationCall, ceiling, recordCrea
 import { LEVEL_NAMES, effectiveLevel } from './permissions';
 import { deniedBy } from './policy';
 import type { DecisionContext } from './ports';
+import { runRemote } from './remote-execution';
+import { approvalAction, requiredLevel, saveAsProblem } from './save-as';
 import { type Principal, actorOf, canCreate, checkConversationAccess } from './principal';
 import { listTools, upgrade } from './special-action-handling';
 import { parseSpecialAction } from './special-actions';
@@ -86,6 +88,11 @@ export class ConversationManager {
   private async routeAndRun(call: NegotiationCall, snapshot: CatalogSnapshot): Promise<NegotiationResult> {
     const { req } = call;
     const route = snapshot.router.route(req.action, req.tool);
+    // Anything but an exact hit may be a call naming a quarantined action (never routed to): refused as such.
+    if (route.kind !== 'ok' || route.confidence < 1) {
+      const held = snapshot.quarantined(req.action, req.tool);
+      if (held) return quarantinedRefusal(held);
+    }
     switch (route.kind) {
       case 'no_tool':
         return fail('no_tool', `No tool found for action: ${req.action.slice(0, 128)}`, {
@@ -118,8 +125,10 @@ export class ConversationManager {
       explicit: how.explicit,
     };
     const parsed = action.parseArgs(req.args ?? {});
-    const prefetch = parsed.ok && !req.dryRun ? action.prefetch?.(parsed.value) : undefined;
-    const ctx = await this.loadDecision(call, action, prefetch);
+    const prefetch = parsed.ok && !req.dryRun && req.saveAs === undefined ? action.prefetch?.(parsed.value) : undefined;
+    // A call that saves its result is a write (src/core/save-as.ts).
+    const level = requiredLevel(action, req);
+    const ctx = await this.loadDecision(call, action, level, prefetch);
 
     // The policy comes first: a denied action is a contradiction whatever the tool's level.
     const deny = deniedBy(ctx.policy, action.qualifiedName);
@@ -129,10 +138,10 @@ export class ConversationManager {
         routing,
       });
     }
-    const alignment = baseAlignment(action.level);
+    const alignment = baseAlignment(level);
     // An agent key's ceiling: above it nothing runs, whatever the tool's level, and no approval helps.
-    if (p.maxLevel !== undefined && action.level > p.maxLevel) {
-      return { ...ceiling(p.maxLevel, action.qualifiedName, action.level), alignment, routing };
+    if (p.maxLevel !== undefined && level > p.maxLevel) {
+      return { ...ceiling(p.maxLevel, action.qualifiedName, level), alignment, routing };
     }
     // The args before the level: a call that could not run once approved is refused as what it is, and
     // no approval request is recorded for it.
@@ -142,8 +151,10 @@ export class ConversationManager {
         routing,
       });
     }
+    const badName = saveAsProblem(req, { alignment, routing });
+    if (badName) return badName;
     const decided: Decided = { alignment, routing };
-    return this.approveAndRun(call, action, { args: parsed.value, ctx, decided });
+    return this.approveAndRun(call, action, { args: parsed.value, ctx, decided, level });
   }
 
   /**
@@ -153,37 +164,34 @@ export class ConversationManager {
   private async approveAndRun(
     call: NegotiationCall,
     action: LoadedAction,
-    decision: { args: Record<string, unknown>; ctx: DecisionContext; decided: Decided },
+    decision: { args: Record<string, unknown>; ctx: DecisionContext; decided: Decided; level: Level },
   ): Promise<NegotiationResult> {
     const { conversationId, req } = call;
-    const { args, ctx, decided } = decision;
+    const { args, ctx, decided, level } = decision;
     const { alignment, routing } = decided;
     const current = effectiveLevel(ctx.explicitLevel, ctx.legacyLevel).level;
     // A retry under an approval (API.md, Approvals): checked here, consumed in the action's transaction.
     const retry = await this.retryClaim(call, action, decided);
     if (retry && 'refusal' in retry) return retry.refusal;
     const claim = retry?.claim;
-    const needsApproval = current < action.level && !claim;
+    const needsApproval = current < level && !claim;
     // An isolated tool's schema is applied in its worker: asked there before a request is recorded (and on
     // a dry run); a call that runs has it applied by the run itself.
     if (action.checkArgs && (needsApproval || req.dryRun)) {
       const problem = await checkInSandbox(this.deps, action, args, decided);
       if (problem) return problem;
     }
-    if (needsApproval) return this.approvalRequired(call, action, current, decided);
+    if (needsApproval) return this.approvalRequired(call, action, { required: level, current }, decided);
     if (req.dryRun) return { success: true, alignment, routing };
-    const deps = claim ? { ...this.deps, claim } : this.deps;
+    const deps = claim ? { ...this.deps, claim: claim.claim, release: claim.release } : this.deps;
     const { keeper, trail } = call;
-    const result = await runAction(deps, {
-      conversationId,
-      action,
-      args,
-      decided,
-      prefetched: ctx.prefetched,
-      keeper,
-      trail,
-    });
-    if (result.success && ctx.waiting) await this.settleWaiting(call, action.tool, action.name);
+    const run: ActionCall = { conversationId, action, args, decided, prefetched: ctx.prefetched, keeper, trail };
+    if (req.saveAs !== undefined) run.saveAs = req.saveAs;
+    // A participant's action: the owner's subject goes with the call (per-owner credentials), known from the
+    // decision's own read.
+    if (action.remote && ctx.owner) run.owner = ctx.owner;
+    const result = await (action.remote ? runRemote(deps, run) : runAction(deps, run));
+    if (result.success && ctx.waiting) await this.settleWaiting(call, action.tool, approvalAction(action, req));
     return result;
   }
 
@@ -194,13 +202,15 @@ export class ConversationManager {
   private async loadDecision(
     call: NegotiationCall,
     action: LoadedAction,
+    level: Level,
     prefetch: string | undefined,
   ): Promise<DecisionContext> {
     const { p, conversationId, req, trail } = call;
     const creator = !req.dryRun && canCreate(p) ? p.subject : undefined;
     // Does `p` wait on an approval request for this action? Asked in the decision's own statement, and only
     // for a call that could have been refused for its level (above 1) and will run (not a dry run).
-    const waitingFor = action.level > 1 && !req.dryRun ? { action: action.name, requestedBy: actorOf(p) } : undefined;
+    const waitingFor =
+      level > 1 && !req.dryRun ? { action: approvalAction(action, req), requestedBy: actorOf(p) } : undefined;
     const ctx = await this.deps.decisions.load(conversationId, action.tool, creator, prefetch, waitingFor);
     // Who may act here is decided from the owner read with the decision: no round trip of its own.
     const owner = ctx.exists ? ctx.owner : canCreate(p) ? p.subject : undefined;
@@ -220,18 +230,21 @@ export class ConversationManager {
     call: NegotiationCall,
     action: LoadedAction,
     decided: Decided,
-  ): Promise<{ refusal: NegotiationResult } | { claim: ExecutionDeps['claim'] } | undefined> {
+  ): Promise<{ refusal: NegotiationResult } | { claim: OnceClaim | undefined } | undefined> {
     const { p, conversationId, req } = call;
     if (req.approvalId === undefined) return undefined;
     const verdict = await this.deps.approvals.checkRetry(conversationId, req.approvalId, {
       kind: 'call',
       tool: action.tool,
-      action: action.name,
+      action: approvalAction(action, req),
       args: req.args ?? {},
       requestedBy: actorOf(p),
     });
     if ('refusal' in verdict) return { refusal: { ...verdict.refusal, ...decided } };
-    if ('once' in verdict) return { claim: this.deps.approvals.claimer(verdict.once) };
+    if ('once' in verdict) {
+      const { approvals } = this.deps;
+      return { claim: { claim: approvals.claimer(verdict.once), release: approvals.releaser(verdict.once) } };
+    }
     return { claim: undefined };
   }
 
@@ -239,13 +252,14 @@ export class ConversationManager {
   private async approvalRequired(
     call: NegotiationCall,
     action: LoadedAction,
-    current: Level,
+    levels: { required: Level; current: Level },
     decided: Decided,
   ): Promise<NegotiationResult> {
     const { p, conversationId, req } = call;
+    const { required, current } = levels;
     return fail('permission_required', `Permission upgrade required for ${action.qualifiedName}`, {
       requiresApproval: true,
-      approvalReason: approvalReason(action.tool, action.name, action.level, current),
+      approvalReason: approvalReason(action.tool, approvalAction(action, req), required, current),
       // A dry run records nothing (it executes nothing, and a what-if is no request).
       ...(req.dryRun
         ? {}
@@ -254,9 +268,9 @@ export class ConversationManager {
               conversationId,
               kind: 'call',
               tool: action.tool,
-              action: action.name,
+              action: approvalAction(action, req),
               args: req.args ?? {},
-              requiredLevel: action.level,
+              requiredLevel: required,
               currentLevel: current,
             }),
           }),
@@ -277,6 +291,25 @@ export class ConversationManager {
       this.deps.logger.warn({ err, conversationId, tool, action }, 'approvals: a pending request could not be settled');
     }
   }
+}
+
+/** A `once` approval's claim, and its giving back (a participant's call that never reached its upstream). */
+interface OnceClaim {
+  claim: NonNullable<ExecutionDeps['claim']>;
+  release: NonNullable<ExecutionDeps['release']>;
+}
+
+/** 409 tool_definition_changed: a participant's action whose definition changed upstream (API.md, Pinning). */
+function quarantinedRefusal(action: LoadedAction): NegotiationResult {
+  const participant = action.remote?.participant ?? action.tool;
+  return fail(
+    'tool_definition_changed',
+    `The definition of ${action.qualifiedName} changed at participant ${participant}; it cannot run until an admin approves the new definition`,
+    {
+      alignment: baseAlignment(action.level),
+      routing: { tool: action.tool, action: action.name, confidence: 1, explicit: true },
+    },
+  );
 }
 
 export function approvalReason(tool: string, action: string, required: Level, current: Level): string {

@@ -23,6 +23,17 @@
  * no tool; a tool's failure (4xx codes from the tool, 500 tool_error) whose
  * writes were rolled back; database trouble (503). A retry of those with the
  * same key is decided and run afresh.
+ *
+ * A participant's action (a remote tool) holds no transaction while its
+ * upstream runs: the key is claimed by a statement of its own, committed
+ * before the upstream is called (claimAhead: a concurrent call then finds the
+ * claim row, still without an outcome, and is answered 409), and the outcome
+ * is written into that row with the call's audit entry afterwards. What the
+ * upstream answered is final, failure included (its effects cannot be rolled
+ * back, so a retry must not call it again); only participant_unavailable (the
+ * upstream was never reached) gives the key back (release), so a retry once
+ * the upstream is back runs. A claim row left by a process that died
+ * mid-call is taken over after IN_FLIGHT_TAKEOVER_SECONDS.
  */
 import type { NegotiationAudit } from './audit';
 import { canonicalJson, sha256Hex } from './canonical-json';
@@ -34,6 +45,13 @@ import { type Principal, principalKey } from './principal';
 /** How long an outcome is kept (and a key stays taken): the one truth; src/db/idempotency-store.ts binds it in its SQL. */
 export const IDEMPOTENCY_TTL_SECONDS = 24 * 60 * 60;
 
+/**
+ * A claim row committed without an outcome (a participant's call in flight)
+ * older than this is taken over by the next claim: its process died mid-call.
+ * Far above any call's timeout (TOOL_TIMEOUT_MS, a participant's timeoutMs).
+ */
+export const IN_FLIGHT_TAKEOVER_SECONDS = 15 * 60;
+
 /** 1 to 255 visible ASCII characters (API.md). */
 export const IDEMPOTENCY_KEY_RE = /^[\x21-\x7e]{1,255}$/;
 
@@ -43,6 +61,14 @@ export interface OutcomeKeeper {
   open(): Promise<UnitOfWork>;
   /** Stores the outcome in the unit's transaction (before its commit). */
   keep(unit: UnitOfWork, result: NegotiationResult): Promise<void>;
+  /**
+   * A participant's call: the key claimed by a statement of its own, committed
+   * before the upstream is called (no transaction held across it); throws as
+   * open() does. Its outcome is then kept with keep() in a unit of its own.
+   */
+  claimAhead(): Promise<void>;
+  /** Gives a key claimAhead took back: the call never reached its upstream. */
+  release(): Promise<void>;
 }
 
 /** What negotiate with a key answers. */
@@ -149,6 +175,16 @@ export class IdempotentNegotiation {
         }
       },
       keep: async (unit, result) => store.keep(await unit.transaction(), ref, statusOf(result), result),
+      claimAhead: async () => {
+        const unit = units.startSingle();
+        try {
+          const claim = await store.claim(await unit.transaction(), ref, digest);
+          if (claim !== 'claimed') throw claim === 'busy' ? busy() : new AlreadyKept();
+        } finally {
+          await unit.commit();
+        }
+      },
+      release: () => store.release(ref),
     };
     try {
       const result = await this.deps.negotiate(p, conversationId, req, keeper, meta);

@@ -155,7 +155,7 @@ export class ResourceService {
     }
     const notIn = noneMatch?.versions;
     if (!match) {
-      const written = await this.store.upsert(conversationId, name, json, by, notIn);
+      const written = await this.store.upsert(conversationId, name, json, by, { notIn });
       if (written) return written;
     } else {
       const versions = { in: versionsOf(match), notIn };

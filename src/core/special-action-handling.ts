@@ -14,7 +14,8 @@ import type { Level } from './tool-interface';
 export async function listTools(deps: ConversationManagerDeps, call: NegotiationCall): Promise<NegotiationResult> {
   const { p, conversationId, req } = call;
   checkConversationAccess(p, conversationId, await ownerFor(deps, call, !req.dryRun), 'negotiate', 'negotiate');
-  const tools: ToolView[] = deps.catalog.toolViews();
+  // As GET /tools: a quarantined action is shown to admins only.
+  const tools: ToolView[] = deps.catalog.toolViews(p.role === 'admin');
   return { success: true, ...(req.dryRun ? {} : { output: { tools } }), alignment: 'aligned' };
 }
 

@@ -72,6 +72,12 @@ export interface RemoteActionInfo {
   status: 'active' | 'quarantined';
   /** The upstream's host (`server.address` on spans); absent for stdio. */
   address?: string;
+  /**
+   * The participant's per-call timeout (its `timeoutMs`); negotiate answers
+   * tool_error past it and aborts the run's signal (the adapter cancels the
+   * upstream request). Absent: TOOL_TIMEOUT_MS.
+   */
+  timeoutMs?: number;
 }
 
 /**
@@ -90,6 +96,21 @@ export class ParticipantUnavailableError extends Error {
   ) {
     super(message, options);
     this.name = 'ParticipantUnavailableError';
+  }
+}
+
+/**
+ * Thrown by a participant's action when its upstream answered with an error
+ * result (MCP `isError`, HTTP 4xx/5xx) or not within its timeout (then
+ * cancelled upstream): negotiate answers tool_error with this message, which
+ * the transport's adapter makes safe (it names the participant and holds no
+ * secret). Any other error a run throws is answered with a generic message.
+ */
+export class ParticipantCallError extends Error {
+  readonly code = 'tool_error';
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'ParticipantCallError';
   }
 }
 

@@ -73,6 +73,16 @@ function makeToolSet(generation: number, tools: LoadedTool[]): ToolSet {
 /** Why a tool set changed: this replica's own reload, or another replica's word that it changed. */
 export type ToolSetChangeCause = 'local' | 'remote';
 
+/**
+ * Tools that live elsewhere (participants, API.md "Participants"), published
+ * beside the bundled and TOOLS_DIR ones. `sync` reads what another replica
+ * changed and answers the tools then; the registry calls it when another
+ * replica says the tool set changed (reload('remote')).
+ */
+export interface RemoteToolSource {
+  sync(): Promise<readonly LoadedTool[]>;
+}
+
 // ---- The registry -----------------------------------------------------------------
 
 export class ToolRegistry extends EventEmitter {
@@ -89,6 +99,11 @@ export class ToolRegistry extends EventEmitter {
   private closed = false;
   /** The sandboxes of the current generation's TOOLS_DIR tools. */
   private hosts: ToolHost[] = [];
+  /** The bundled and TOOLS_DIR tools of the last scan. */
+  private local: LoadedTool[] = [];
+  /** The participants' tools (setRemoteTools). */
+  private remote: readonly LoadedTool[] = [];
+  private remoteSource: RemoteToolSource | undefined;
 
   constructor(private readonly opts: ToolRegistryOptions) {
     super();
@@ -127,6 +142,31 @@ export class ToolRegistry extends EventEmitter {
     return this.enqueue(() => this.rebuild(true, cause));
   }
 
+  /** Where another replica's participant changes are read from (see RemoteToolSource). */
+  attachRemoteSource(source: RemoteToolSource): void {
+    this.remoteSource = source;
+  }
+
+  /** Whether a bundled or TOOLS_DIR tool has this name (a participant may not take it). */
+  hasLocalTool(name: string): boolean {
+    return this.local.some((t) => t.name === name);
+  }
+
+  /**
+   * Publishes the participants' tools: a new generation of the set, with the
+   * loaded tools as they are (no rescan), and the same 'change' event as a
+   * reload, so routers, caches and MCP list_changed follow. Before the first
+   * load it only keeps them: that load publishes them.
+   */
+  setRemoteTools(tools: readonly LoadedTool[], cause: ToolSetChangeCause = 'local'): Promise<ToolSet | undefined> {
+    this.remote = tools;
+    if (!this.loading) return Promise.resolve(undefined);
+    return this.enqueue(async () => {
+      await this.loading;
+      return this.publish(this.merged(), cause, true);
+    });
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
@@ -145,20 +185,41 @@ export class ToolRegistry extends EventEmitter {
   }
 
   private async rebuild(emitChange: boolean, cause: ToolSetChangeCause = 'local'): Promise<ToolSet> {
-    let set: ToolSet;
     const hosts: ToolHost[] = [];
     try {
-      const tools = await this.loadAll(hosts);
-      set = makeToolSet((this.set?.generation ?? 0) + 1, tools);
+      this.local = await this.loadAll(hosts);
     } catch (err) {
       for (const host of hosts) host.close();
       this.logger.error({ err }, `Tool reload failed, keeping the previous tool set: ${errorMessage(err)}`);
       throw err;
     }
-    this.set = set; // the one assignment that publishes the new generation
+    if (cause === 'remote' && this.remoteSource) {
+      // Another replica's change may be a participant's: read it before publishing, so the set is whole.
+      this.remote = await this.remoteSource.sync().catch((err: unknown) => {
+        this.logger.warn({ err }, `Reading the participants again failed: ${errorMessage(err)}`);
+        return this.remote;
+      });
+    }
     // Calls in flight on the previous generation finish in their workers first.
     for (const host of this.hosts) host.retire();
     this.hosts = hosts;
+    return this.publish(this.merged(), cause, emitChange);
+  }
+
+  /** The loaded tools and the participants'; a participant named like a loaded tool is left out. */
+  private merged(): LoadedTool[] {
+    const names = new Set(this.local.map((t) => t.name));
+    const remote = this.remote.filter((t) => {
+      if (!names.has(t.name)) return true;
+      this.logger.warn({ tool: t.name }, `Participant ${t.name} is hidden: a loaded tool has that name`);
+      return false;
+    });
+    return [...this.local, ...remote];
+  }
+
+  private publish(tools: LoadedTool[], cause: ToolSetChangeCause, emitChange: boolean): ToolSet {
+    const set = makeToolSet((this.set?.generation ?? 0) + 1, tools);
+    this.set = set; // the one assignment that publishes the new generation
     this.logger.info({ generation: set.generation, tools: set.tools.map((t) => t.name) }, 'Tools loaded');
     if (emitChange) this.emitChange(set, cause);
     return set;

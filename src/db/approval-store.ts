@@ -223,6 +223,14 @@ export class SqlApprovalStore implements ApprovalStore, ApprovalInboxStore {
     return res.rowCount === 1;
   }
 
+  async release(id: string): Promise<void> {
+    await translated(
+      this.pool.query(`UPDATE approvals SET status = 'approved', used_at = NULL WHERE id = $1 AND status = 'used'`, [
+        id,
+      ]),
+    );
+  }
+
   async satisfy(call: SettledCall): Promise<number> {
     const res = await translated(
       this.pool.query(SATISFY_CALL, [call.conversationId, call.tool, call.action, call.requestedBy, call.argsDigest]),

@@ -3,7 +3,7 @@
  * outcomes of negotiate calls made with an Idempotency-Key.
  */
 import { createHash } from 'node:crypto';
-import { IDEMPOTENCY_TTL_SECONDS } from '../core/idempotency';
+import { IDEMPOTENCY_TTL_SECONDS, IN_FLIGHT_TAKEOVER_SECONDS } from '../core/idempotency';
 import type { ClaimResult, IdempotencyRef, IdempotencyStore, KeptOutcome } from '../core/ports';
 import type { NegotiationResult } from '../core/negotiation';
 import type { Transaction } from '../core/ports';
@@ -24,7 +24,8 @@ const FIND = `
  * waits on another's uncommitted row; its ON CONFLICT sees rows committed
  * after this statement's snapshot, so an outcome kept a moment ago is never
  * run again. An expired row (older than the TTL, not yet purged) is taken
- * over as a new claim.
+ * over as a new claim; so is a committed claim without an outcome (a
+ * participant's call whose process died) older than IN_FLIGHT_TAKEOVER_SECONDS.
  */
 const CLAIM = `
   WITH l AS MATERIALIZED (SELECT pg_try_advisory_xact_lock($5::bigint) AS locked),
@@ -34,6 +35,7 @@ const CLAIM = `
     ON CONFLICT (conversation_id, principal, key) DO UPDATE
       SET request_digest = EXCLUDED.request_digest, status = NULL, body = NULL, created_at = now()
       WHERE idempotency_keys.created_at <= now() - make_interval(secs => $6)
+         OR (idempotency_keys.status IS NULL AND idempotency_keys.created_at <= now() - make_interval(secs => $7))
     RETURNING 1
   )
   SELECT l.locked, EXISTS (SELECT 1 FROM claimed) AS claimed FROM l`;
@@ -41,6 +43,10 @@ const CLAIM = `
 const KEEP = `
   UPDATE idempotency_keys SET status = $4, body = $5::json
   WHERE conversation_id = $1 AND principal = $2 AND key = $3`;
+
+const RELEASE = `
+  DELETE FROM idempotency_keys
+  WHERE conversation_id = $1 AND principal = $2 AND key = $3 AND status IS NULL`;
 
 const PURGE = `DELETE FROM idempotency_keys WHERE created_at < now() - make_interval(secs => $1)`;
 
@@ -74,9 +80,14 @@ export class SqlIdempotencyStore implements IdempotencyStore {
       requestDigest,
       lockKey(ref),
       IDEMPOTENCY_TTL_SECONDS,
+      IN_FLIGHT_TAKEOVER_SECONDS,
     ]);
     const row = rows[0]!;
     return !row.locked ? 'busy' : row.claimed ? 'claimed' : 'taken';
+  }
+
+  async release(ref: IdempotencyRef): Promise<void> {
+    await prepared(this.pool, 'idempotency_release', RELEASE, [ref.conversationId, ref.principal, ref.key]);
   }
 
   async keep(tx: Transaction, ref: IdempotencyRef, status: number, body: NegotiationResult): Promise<void> {

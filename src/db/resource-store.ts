@@ -104,8 +104,9 @@ export class SqlResourceStore implements ResourceStore {
     name: string,
     json: string,
     by: string,
-    notIn?: number[],
+    opts: { notIn?: number[]; tx?: Transaction } = {},
   ): Promise<{ resource: Resource; created: boolean } | undefined> {
+    const { notIn, tx } = opts;
     const set = `SET data = EXCLUDED.data, updated_by = EXCLUDED.updated_by, updated_at = now(),
              version = resources.version + 1`;
     const insert = `INSERT INTO resources (conversation_id, name, data, created_by, updated_by)
@@ -114,14 +115,14 @@ export class SqlResourceStore implements ResourceStore {
     const { rows } =
       notIn === undefined
         ? await prepared<ResourceRow & { created: boolean }>(
-            this.pool,
+            this.on(tx),
             'resource_upsert',
             `${insert} ON CONFLICT (conversation_id, name) DO UPDATE ${set}
        RETURNING ${COLUMNS}, (xmax = 0) AS created`,
             [conversationId, name, json, by],
           )
         : await prepared<ResourceRow & { created: boolean }>(
-            this.pool,
+            this.on(tx),
             'resource_upsert_unless',
             `${insert} ON CONFLICT (conversation_id, name) DO UPDATE ${set}
          WHERE resources.version <> ALL($5::int[])

@@ -86,10 +86,15 @@ export interface McpRouter extends Router {
   readonly bus: McpEventBus;
 }
 
-/** `_meta.approvalId` absent or an id: the tools/call handler then goes to negotiate, which decides access. */
+/** `_meta.approvalId` absent or an id, `_meta.saveAs` absent or a string: the tools/call handler then goes to negotiate, which decides access. */
 function reachesNegotiate(params: Record<string, unknown> | undefined): boolean {
-  const id = (params?._meta as Record<string, unknown> | undefined)?.approvalId;
-  return id === undefined || (typeof id === 'string' && isValidId(id));
+  const meta = params?._meta as Record<string, unknown> | undefined;
+  const id = meta?.approvalId;
+  const saveAs = meta?.saveAs;
+  return (
+    (id === undefined || (typeof id === 'string' && isValidId(id))) &&
+    (saveAs === undefined || typeof saveAs === 'string')
+  );
 }
 
 // Routers by the Services they were built for, so the entry file can close them knowing only `services`.

@@ -122,14 +122,25 @@ export async function callTool(
       'Invalid params: _meta.approvalId must be an approval id (1 to 128 of A-Z a-z 0-9 : _ -)',
     );
   }
-  // A name that is no tool of this server is a protocol error (-32602), never routed.
+  // negotiate's saveAs, in the request's _meta too (a resource name; a bad one is negotiate's invalid_args).
+  const saveAs = params._meta?.saveAs;
+  if (saveAs !== undefined && typeof saveAs !== 'string') {
+    throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid params: _meta.saveAs must be a resource name');
+  }
+  // A name that is no tool of this server is a protocol error (-32602), never routed. A quarantined action
+  // is one (negotiate refuses it with tool_definition_changed), though tools/list leaves it out.
   const unknown = unknownToolError(catalog.snapshot().set, name);
   if (unknown) throw unknown;
   try {
     const result = await manager.negotiate(
       principal,
       conversationId,
-      { action: name, args: args ?? {}, ...(approvalId !== undefined ? { approvalId } : {}) },
+      {
+        action: name,
+        args: args ?? {},
+        ...(approvalId !== undefined ? { approvalId } : {}),
+        ...(saveAs !== undefined ? { saveAs } : {}),
+      },
       { meta: { requestId } },
     );
     onNegotiated?.(result);
@@ -164,7 +175,8 @@ export function createConversationServer(services: Services, caller: Conversatio
 
   server.setRequestHandler('tools/list', async () => {
     try {
-      const set = catalog.snapshot().set;
+      // Quarantined actions are never listed: they cannot run (tool-catalog.ts).
+      const set = catalog.snapshot().callable;
       const { policy } = await stores.decisions.load(conversationId, '', undefined);
       return { tools: mcpToolDefinitions(set, policy, principal.maxLevel), ...CACHE };
     } catch (err) {

@@ -22,10 +22,10 @@
  * - the standard headers repeat the body exactly (`MCP-Protocol-Version`,
  *   `Mcp-Method`, `Mcp-Name`), so the SDK's header checks pass it;
  * - its params hold only `name` (a listed tool), `arguments` (an object) and
- *   `_meta` with only the envelope's keys and `approvalId`: what the SDK's
+ *   `_meta` with only the envelope's keys, `approvalId` and `saveAs`: what the SDK's
  *   tools/call schema accepts as it stands, with no task, input responses,
  *   request state or progress token that the SDK would act on.
- * A 2025 request (no envelope: only `approvalId` in `_meta`) is taken when
+ * A 2025 request (no envelope: only `approvalId` or `saveAs` in `_meta`) is taken when
  * the SDK's stateless legacy transport would take it as it is (servedLegacy).
  * Then the handler the SDK would run, `callTool` (conversation-server.ts),
  * runs, and its result is encoded as the SDK's codec of the era encodes a
@@ -59,7 +59,7 @@ export const MODERN_REVISION = '2026-07-28';
 
 const REQUEST_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
 const PARAM_KEYS = new Set(['name', 'arguments', '_meta']);
-const LEGACY_META_KEYS = new Set(['approvalId']);
+const LEGACY_META_KEYS = new Set(['approvalId', 'saveAs']);
 const LEGACY_REVISIONS: ReadonlySet<string> = new Set(SUPPORTED_PROTOCOL_VERSIONS);
 const META_KEYS = new Set([
   PROTOCOL_VERSION_META_KEY,
@@ -67,6 +67,7 @@ const META_KEYS = new Set([
   CLIENT_CAPABILITIES_META_KEY,
   LOG_LEVEL_META_KEY,
   'approvalId',
+  'saveAs',
 ]);
 
 /** Envelopes seen, by their JSON: whether the SDK classifies them modern (bounded: cleared when full). */
@@ -107,7 +108,7 @@ export function fastToolCall(req: Request, toolNames: ReadonlySet<string>): Fast
   if (typeof name !== 'string' || !toolNames.has(name)) return undefined;
   if (args !== undefined && !isRecord(args)) return undefined;
   if (meta === undefined || (isRecord(meta) && onlyKeys(meta, LEGACY_META_KEYS))) {
-    // No envelope: the SDK serves it as a 2025 request.
+    // No envelope (only approvalId or saveAs): the SDK serves it as a 2025 request.
     return servedLegacy(req)
       ? { era: 'legacy', id: id as string | number, params: params as CallToolRequestParams }
       : undefined;

@@ -57,15 +57,33 @@ export function unknownToolError(set: ToolSet, name: string): ProtocolError | un
   return new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${shown}${why}`);
 }
 
-/** A tool result from negotiate's outcome. */
-export function toolResult(result: NegotiationResult): CallToolResult {
-  if (result.success) {
-    const output = result.output ?? null;
+/**
+ * What a successful output is handed out as: a participant's MCP tool result
+ * passes through as the upstream gave it (its content, and its
+ * structuredContent, which its listed outputSchema describes); any other
+ * output is its JSON as text, and itself as structuredContent when an object.
+ */
+function shownOutput(loaded: LoadedAction | undefined, output: unknown): CallToolResult {
+  if (
+    loaded?.remote &&
+    loaded.remote.transport !== 'openapi' &&
+    isPlainObject(output) &&
+    Array.isArray(output.content)
+  ) {
     return {
-      content: [{ type: 'text', text: JSON.stringify(output) }],
-      ...(isPlainObject(output) ? { structuredContent: output } : {}),
+      content: output.content as CallToolResult['content'],
+      ...(isPlainObject(output.structuredContent) ? { structuredContent: output.structuredContent } : {}),
     };
   }
+  return {
+    content: [{ type: 'text', text: JSON.stringify(output) }],
+    ...(isPlainObject(output) ? { structuredContent: output } : {}),
+  };
+}
+
+/** A tool result from negotiate's outcome (`loaded`: the action it ran, when it ran one). */
+export function toolResult(result: NegotiationResult, loaded?: LoadedAction): CallToolResult {
+  if (result.success) return shownOutput(loaded, result.output ?? null);
   const code = result.code ?? 'tool_error';
   const message =
     code === 'permission_required' && result.approvalReason
@@ -92,14 +110,17 @@ const outputValidators = new WeakMap<LoadedAction, ReturnType<typeof fromJsonSch
  * validates `structuredContent` against the listed schema, so a result
  * handed out must conform.
  */
-async function outputIssue(set: ToolSet, result: NegotiationResult): Promise<string | undefined> {
-  if (!result.success || !result.routing) return undefined;
+async function outputIssue(
+  loaded: LoadedAction | undefined,
+  result: NegotiationResult,
+  shown: CallToolResult,
+): Promise<string | undefined> {
+  if (!result.success || !result.routing || !loaded?.outputSchema) return undefined;
   const { tool, action } = result.routing;
-  const loaded = set.byName.get(tool)?.actions.find((a) => a.name === action);
-  if (!loaded?.outputSchema) return undefined;
   let validator = outputValidators.get(loaded);
   if (!validator) outputValidators.set(loaded, (validator = fromJsonSchema(loaded.outputSchema as JsonSchemaType)));
-  const checked = await validator['~standard'].validate(result.output);
+  // A participant's MCP result is checked as handed out (its structuredContent); any other output as it is.
+  const checked = await validator['~standard'].validate(loaded.remote ? shown.structuredContent : result.output);
   if (!checked.issues) return undefined;
   const first = checked.issues[0];
   const path = (first?.path ?? []).map((p) => (typeof p === 'object' ? String(p.key) : String(p))).join('.');
@@ -116,8 +137,11 @@ export async function callResult(
   result: NegotiationResult,
   onBroken: (issue: string) => void,
 ): Promise<CallToolResult> {
-  const issue = await outputIssue(set, result);
-  if (!issue) return toolResult(result);
+  const routed = result.success ? result.routing : undefined;
+  const loaded = routed && set.byName.get(routed.tool)?.actions.find((a) => a.name === routed.action);
+  const shown = toolResult(result, loaded);
+  const issue = await outputIssue(loaded, result, shown);
+  if (!issue) return shown;
   onBroken(issue);
   return toolResult(fail('tool_error', issue, { routing: result.routing }));
 }

@@ -31,9 +31,14 @@ export function negotiationObserver(
   tracing: Tracing | undefined,
 ): NegotiationObserver | undefined {
   if (metrics && tracing) {
-    return { observe: (id, req, call) => tracing.negotiation(id, req, () => measured(metrics, req, call)) };
+    return {
+      observe: (id, req, call) => tracing.negotiation(id, req, () => measured(metrics, req, call)),
+      upstream: (remote) => tracing.upstream(remote),
+    };
   }
   if (metrics) return { observe: (_id, req, call) => measured(metrics, req, call) };
-  if (tracing) return { observe: (id, req, call) => tracing.negotiation(id, req, call) };
+  if (tracing) {
+    return { observe: (id, req, call) => tracing.negotiation(id, req, call), upstream: (r) => tracing.upstream(r) };
+  }
   return undefined;
 }

@@ -4,6 +4,7 @@
  * OpenTelemetry: with tracing off, the service never loads the SDK.
  */
 import type { NegotiateRequest, NegotiationResult } from '../core/negotiation';
+import type { RemoteActionInfo } from '../core/tool-module';
 
 export interface Tracing {
   /** Runs one negotiation inside its `execute_tool` span (the database spans beneath it). */
@@ -12,6 +13,8 @@ export interface Tracing {
     req: NegotiateRequest,
     call: () => Promise<NegotiationResult>,
   ): Promise<NegotiationResult>;
+  /** Inside a negotiation: its span records the participant's upstream call (server.address, mcp.method.name). */
+  upstream(remote: RemoteActionInfo): void;
   /** Exports the spans still buffered, then stops. */
   shutdown(): Promise<void>;
 }

@@ -122,6 +122,13 @@ export function startTracing(env: NodeJS.ProcessEnv): Tracing {
           }
         },
       ),
+    upstream: (remote) => {
+      const span = trace.getActiveSpan();
+      if (!span) return;
+      // Where the call went, never how (no URL path, header or credential).
+      if (remote.address !== undefined) span.setAttribute('server.address', remote.address);
+      if (remote.transport !== 'openapi') span.setAttribute('mcp.method.name', 'tools/call');
+    },
     shutdown: () => provider.shutdown(),
   };
 }

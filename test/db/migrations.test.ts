@@ -20,6 +20,7 @@ const ALL = [
   '20260405000000_audit_seal_in_database',
   '20260406000000_approvals_per_principal',
   '20260407000000_events',
+  '20260501000000_participants',
 ];
 
 async function query<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
@@ -72,8 +73,12 @@ describe('db:migrate', () => {
       'event_pending',
       'events',
       'idempotency_keys',
+      'participant_actions',
+      'participant_credentials',
+      'participants',
       'permission_history',
       'resources',
+      'service_settings',
       'tool_permissions',
     ]);
   });

@@ -17,6 +17,8 @@ export const TEST_AUTH_ENV: Record<string, string> = {
   ADMIN_API_KEY: TEST_ADMIN_TOKEN,
   // Suites make thousands of requests as one principal; the limit has its own tests.
   RATE_LIMIT_PER_MINUTE: '100000000',
+  // Participants' secrets key: one for every app and replica of the suites (never a file under DATA_DIR).
+  SECRETS_KEY: Buffer.alloc(32, 7).toString('base64'),
 };
 
 export function bearer(token: string = TEST_ADMIN_TOKEN): { Authorization: string } {

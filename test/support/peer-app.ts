@@ -28,11 +28,13 @@ export async function createPeerApp(first: TestApp, env: Record<string, string> 
   const db = openDatabase({ client: first.database.client, poolSize: 5, sharedSession: first.database.embedded });
   const { services, registry } = wireServices(config, createLogger(config.logLevel), db, { debounceMs: 50 });
   await registry.load();
+  await services.participants.start();
   services.authenticator.start();
   return {
     app: buildApp(services),
     close: async () => {
       services.authenticator.stop();
+      await services.participants.close();
       await registry.close();
       await db.close();
     },

@@ -70,6 +70,7 @@ export async function createTestApp(env: Record<string, string> = {}, options: T
     { ...AUDIT_DEFAULTS, ...options.audit },
   );
   await registry.load();
+  await services.participants.start();
   services.authenticator.start();
   if (options.sweepApprovals) services.approvals.startSweeper();
   const app = buildApp(services);
@@ -83,6 +84,7 @@ export async function createTestApp(env: Record<string, string> = {}, options: T
     close: async () => {
       services.authenticator.stop();
       services.approvals.stopSweeper();
+      await services.participants.close();
       await services.events.close();
       await registry.close();
       await services.audit.close();

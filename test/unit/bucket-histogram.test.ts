@@ -4,7 +4,7 @@
  * byte for byte, as prom-client's own Histogram.
  */
 import { Histogram, Registry } from 'prom-client';
-import { BucketHistogram } from '../../src/observability/metrics';
+import { BucketHistogram } from '../../src/observability/metrics-histogram';
 
 const BUCKETS = [0.001, 0.01, 0.1, 1];
 const OBSERVED: Array<[string[], number]> = [

@@ -128,4 +128,20 @@ describe('identity and access settings', () => {
     expect(c.trustProxy).toBe(2);
     expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);
   });
+
+  it('reads the participants settings: refresh period, allowed hosts (checked), SECRETS_KEY never shown', () => {
+    const c = loadConfig({});
+    expect(c.participantRefreshSeconds).toBe(300);
+    expect(c.participantAllowedHosts).toEqual([]);
+    expect(c.secretsKey).toBeUndefined();
+    const set = loadConfig({
+      PARTICIPANT_REFRESH_SECONDS: '0',
+      PARTICIPANT_ALLOWED_HOSTS: ' 169.254.169.254, metadata.internal ',
+    });
+    expect(set.participantRefreshSeconds).toBe(0);
+    expect(set.participantAllowedHosts).toEqual(['169.254.169.254', 'metadata.internal']);
+    expect(() => loadConfig({ PARTICIPANT_ALLOWED_HOSTS: 'http://x/' })).toThrow(ConfigError);
+    expect(() => loadConfig({ PARTICIPANT_ALLOWED_HOSTS: 'http://x/' })).toThrow(/PARTICIPANT_ALLOWED_HOSTS/);
+    expect(() => loadConfig({ PARTICIPANT_REFRESH_SECONDS: '-1' })).toThrow(/PARTICIPANT_REFRESH_SECONDS/);
+  });
 });

@@ -11,6 +11,7 @@ import type { NegotiateRequest, NegotiationResult } from '../../src/core/negotia
 import type { Principal } from '../../src/core/principal';
 import { ToolRegistry } from '../../src/core/tool-registry';
 import { type MemoryCore, memoryCore, silentLogger } from '../support/memory-stores';
+import { FakeUpstream, installTools, quarantinedTool, remoteTool } from '../support/remote-tool';
 
 const alice: Principal = { role: 'user', subject: 'alice' };
 const bob: Principal = { role: 'user', subject: 'bob' };
@@ -29,6 +30,8 @@ const BAD_ARGS = { action: 'data-tool/create-resource', args: { name: 'bad name!
 
 /** The bundled tools, loaded once; every test gets fresh stores and services over them. */
 const registry = new ToolRegistry({ hotReload: false, logger: silentLogger });
+// Each test's catalog listens to it.
+registry.setMaxListeners(0);
 let core: MemoryCore;
 
 beforeEach(async () => {
@@ -296,5 +299,196 @@ describe('what a decision leaves behind', () => {
       code: 'level_ceiling',
     });
     expect(core.db.history).toEqual([]);
+  });
+});
+
+describe('a participant’s action (a remote tool) is decided as any other', () => {
+  let upstream: FakeUpstream;
+
+  beforeEach(async () => {
+    upstream = new FakeUpstream();
+    await installTools(core.registry, [remoteTool('echoes', upstream), quarantinedTool('held', upstream)]);
+  });
+
+  const ECHO = { action: 'echoes/echo', args: { message: 'hi' } };
+  const NOTE = { action: 'echoes/store-note', args: { message: 'remember' } };
+
+  async function entries(): Promise<string[]> {
+    await core.auditStore.flush();
+    return core.db.pendingAudit
+      .filter((e) => e.event === 'negotiate' && e.tool !== undefined)
+      .map((e) => `${e.tool}/${e.action} ${e.outcome} ${e.status}`);
+  }
+
+  it('runs a read upstream with the conversation owner’s subject, no unit of work, its entry queued', async () => {
+    await aliceOwns();
+    expect(await negotiate(agent(), ECHO)).toMatchObject({
+      success: true,
+      output: { content: [{ type: 'text', text: 'Echo: hi' }] },
+      alignment: 'aligned',
+    });
+    expect(upstream.calls).toEqual([{ action: 'echo', args: { message: 'hi' }, owner: 'alice' }]);
+    expect(core.units.started).toBe(0);
+    expect(await entries()).toEqual(['echoes/echo success 200']);
+  });
+
+  it('hides a quarantined action from everyone but admins, never routes to it, and refuses it named: 409, audited', async () => {
+    await aliceOwns(['echoes/*']);
+    const snap = core.catalog.snapshot();
+    expect(snap.callable.actions.map((a) => a.qualifiedName)).not.toContain('echoes/changed-tool');
+    expect(snap.callable.byName.has('held')).toBe(false);
+    const mine = core.catalog.toolViews().find((t) => t.name === 'echoes')!;
+    expect(mine.capabilities).toEqual(['echo', 'store-note']);
+    const admins = core.catalog.toolViews(true).find((t) => t.name === 'echoes')!;
+    expect(admins.actions.find((a) => a.name === 'changed-tool')).toMatchObject({ status: 'quarantined' });
+    const listed = await negotiate(alice, { action: 'list-tools' });
+    expect(JSON.stringify(listed.output)).not.toContain('changed-tool');
+    // A bare action never resolves to it.
+    expect(await negotiate(alice, { action: 'changed-tool', args: { message: 'x' } })).toMatchObject({
+      code: 'no_tool',
+    });
+    // Named, in every form, it is refused before the policy (which denies echoes/*) and the level.
+    for (const req of [
+      { action: 'echoes/changed-tool' },
+      { action: 'echoes_changed-tool' },
+      { action: 'changed-tool', tool: 'echoes' },
+      { action: 'held/echo' },
+    ]) {
+      expect(await negotiate(agent(1), { ...req, args: { message: 'x' } })).toMatchObject({
+        success: false,
+        code: 'tool_definition_changed',
+        error: expect.stringMatching(/changed at participant (echoes|held).*admin approves/),
+      });
+    }
+    expect(upstream.calls).toEqual([]);
+    expect(await entries()).toEqual([
+      'echoes/changed-tool tool_definition_changed 409',
+      'echoes/changed-tool tool_definition_changed 409',
+      'echoes/changed-tool tool_definition_changed 409',
+      'held/echo tool_definition_changed 409',
+    ]);
+  });
+
+  it('answers an unreachable upstream with participant_unavailable and its retry delay; nothing written', async () => {
+    await aliceOwns();
+    upstream.mode = 'down';
+    expect(await negotiate(alice, ECHO)).toMatchObject({
+      success: false,
+      code: 'participant_unavailable',
+      retryAfterSeconds: 7,
+      error: 'Participant echoes is unavailable; retry after 7 s',
+      routing: { tool: 'echoes', action: 'echo' },
+    });
+    expect(core.units.started).toBe(0);
+    expect(core.db.resources.size).toBe(0);
+    expect(await entries()).toEqual(['echoes/echo participant_unavailable 503']);
+  });
+
+  it('applies the policy, the agent key’s ceiling, the level and dryRun unchanged: the upstream is never called', async () => {
+    await aliceOwns(['*/store-*']);
+    expect(await negotiate(alice, NOTE)).toMatchObject({ code: 'denied' });
+    core.db.conversations.set('c1', { ...core.db.conversations.get('c1')!, policy: { deny: [] } });
+    expect(await negotiate(agent(1), NOTE)).toMatchObject({ code: 'level_ceiling' });
+    expect(await negotiate(alice, NOTE)).toMatchObject({ code: 'permission_required' });
+    expect(await negotiate(alice, { ...ECHO, dryRun: true })).toMatchObject({
+      success: true,
+      routing: { tool: 'echoes' },
+    });
+    expect(await negotiate(alice, { action: 'echoes/echo', args: {} })).toMatchObject({ code: 'invalid_args' });
+    expect(upstream.calls).toEqual([]);
+  });
+
+  it('commits a write’s entry at once (no unit of work: nothing here holds a transaction across the upstream)', async () => {
+    await aliceOwns();
+    await core.permissions.setByHand(alice, 'c1', 'echoes', 2, 'req-set');
+    const before = core.db.pendingAudit.length;
+    expect(await negotiate(alice, NOTE)).toMatchObject({
+      success: true,
+      output: { structuredContent: { noted: 'remember' } },
+    });
+    expect(core.db.pendingAudit.slice(before)).toEqual([
+      expect.objectContaining({ event: 'negotiate', tool: 'echoes', action: 'store-note', outcome: 'success' }),
+    ]);
+    expect(core.units.started).toBe(1); // the level's
+  });
+
+  it('replays exactly the approved call upstream once; an unreachable upstream gives the approval back', async () => {
+    await aliceOwns();
+    const id = (await negotiate(alice, NOTE)).approval!.id;
+    await core.approvals.approve(alice, 'c1', id, { scope: 'once' }, 'req-2');
+    expect(await negotiate(alice, { ...NOTE, args: { message: 'other' }, approvalId: id })).toMatchObject({
+      code: 'approval_mismatch',
+    });
+    upstream.mode = 'down';
+    expect(await negotiate(alice, { ...NOTE, approvalId: id })).toMatchObject({ code: 'participant_unavailable' });
+    expect(core.db.approvals.get(id)!.status).toBe('approved');
+    upstream.mode = 'up';
+    expect(await negotiate(alice, { ...NOTE, approvalId: id })).toMatchObject({ success: true });
+    expect(core.db.approvals.get(id)!.status).toBe('used');
+    expect(await negotiate(alice, { ...NOTE, approvalId: id })).toMatchObject({ code: 'approval_used' });
+    expect(upstream.calls.map((c) => c.args)).toEqual([{ message: 'remember' }]);
+  });
+
+  it('keeps a `once` approval used when the upstream answered with an error (it ran there)', async () => {
+    await aliceOwns();
+    const id = (await negotiate(alice, NOTE)).approval!.id;
+    await core.approvals.approve(alice, 'c1', id, { scope: 'once' }, 'req-2');
+    upstream.mode = 'error';
+    expect(await negotiate(alice, { ...NOTE, approvalId: id })).toMatchObject({
+      code: 'tool_error',
+      error: 'Participant echoes: store-note returned an error',
+    });
+    expect(core.db.approvals.get(id)!.status).toBe('used');
+  });
+
+  it('saveAs needs level 2, binds its approval to the name, and feeds a bundled consumer (seed 002)', async () => {
+    await aliceOwns();
+    const refused = await negotiate(alice, { ...ECHO, saveAs: 'greeting' });
+    expect(refused).toMatchObject({ code: 'permission_required', alignment: 'agnostic' });
+    expect(refused.approvalReason).toMatch(/echoes needs level 2 \(write\) for echo saveAs:greeting/);
+    expect(approvals()).toEqual(['user:alice echo saveAs:greeting pending']);
+    expect(await negotiate(alice, { ...ECHO, saveAs: 'bad name!' })).toMatchObject({ code: 'invalid_args' });
+    const id = refused.approval!.id;
+    await core.approvals.approve(alice, 'c1', id, { scope: 'once' }, 'req-2');
+    // The approval covers the call with that name, not another.
+    expect(await negotiate(alice, { ...ECHO, saveAs: 'other', approvalId: id })).toMatchObject({
+      code: 'approval_mismatch',
+    });
+    expect(await negotiate(alice, { ...ECHO, approvalId: id })).toMatchObject({ code: 'approval_mismatch' });
+    const before = core.db.pendingAudit.length;
+    expect(await negotiate(alice, { ...ECHO, saveAs: 'greeting', approvalId: id })).toMatchObject({ success: true });
+    expect(core.db.resources.get('c1\u0000greeting')).toMatchObject({
+      data: 'Echo: hi',
+      createdBy: 'echoes',
+      updatedBy: 'echoes',
+      version: 1,
+    });
+    // The entry went with the resource's write (one statement: a single-statement unit).
+    expect(core.db.pendingAudit.slice(before)).toEqual([
+      expect.objectContaining({ tool: 'echoes', action: 'echo', outcome: 'success', approvalId: id }),
+    ]);
+    // structuredContent is what is saved when there is one; a second save updates.
+    await core.permissions.setByHand(alice, 'c1', 'echoes', 2, 'req-set');
+    await negotiate(alice, { ...NOTE, saveAs: 'greeting' });
+    expect(core.db.resources.get('c1\u0000greeting')).toMatchObject({ data: { noted: 'remember' }, version: 2 });
+    // A bundled tool consumes what the participant produced.
+    await negotiate(alice, { ...ECHO, saveAs: 'words' });
+    await core.permissions.setByHand(alice, 'c1', 'transform-tool', 2, 'req-set');
+    expect(
+      await negotiate(alice, {
+        action: 'transform-tool/transform-resource',
+        args: { name: 'words', operation: 'uppercase', target: 'shout' },
+      }),
+    ).toMatchObject({ success: true });
+    expect(core.db.resources.get('c1\u0000shout')).toMatchObject({ data: 'ECHO: HI', createdBy: 'transform-tool' });
+  });
+
+  it('saveAs works for a bundled action too: its output, written with its unit of work', async () => {
+    await aliceOwns();
+    await core.permissions.setByHand(alice, 'c1', 'calculator', 2, 'req-set');
+    expect(await negotiate(alice, { action: 'calculator/add', args: { a: 2, b: 3 }, saveAs: 'sum' })).toMatchObject({
+      success: true,
+    });
+    expect(core.db.resources.get('c1\u0000sum')).toMatchObject({ createdBy: 'calculator', version: 1 });
   });
 });

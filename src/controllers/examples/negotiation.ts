@@ -101,3 +101,20 @@ export const toolErrorExample: NegotiationResult = {
   alignment: 'agnostic',
   routing: CREATE_ROUTING,
 };
+const ECHO_ROUTING = { tool: 'everything', action: 'echo', confidence: 1, explicit: true };
+export const toolDefinitionChangedExample: NegotiationResult = {
+  success: false,
+  error:
+    'The definition of everything/echo changed at participant everything; it cannot run until an admin approves the new definition',
+  code: 'tool_definition_changed',
+  alignment: 'aligned',
+  routing: ECHO_ROUTING,
+};
+export const participantUnavailableExample: NegotiationResult = {
+  success: false,
+  error: 'Participant everything is unavailable; retry after 4 s',
+  code: 'participant_unavailable',
+  retryAfterSeconds: 4,
+  alignment: 'aligned',
+  routing: ECHO_ROUTING,
+};

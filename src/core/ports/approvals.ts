@@ -78,6 +78,11 @@ export interface ApprovalStore {
   reject(conversationId: string, id: string, by: string, reason: string | null): Promise<DecisionOutcome>;
   /** Marks an approved `once` approval used inside `tx` (rolled back with it); false when another retry took it or it lapsed. */
   claim(id: string, tx: Transaction): Promise<boolean>;
+  /**
+   * Gives a `once` approval claimed by a statement of its own back (`used` →
+   * `approved`): a participant's call that never reached its upstream.
+   */
+  release(id: string): Promise<void>;
   /** Marks that principal's pending request for that call `satisfied` (the call ran without it); how many. */
   satisfy(call: SettledCall): Promise<number>;
   /** Expires lapsed requests (how many); safe on every replica at once. */

@@ -11,7 +11,15 @@ export type AuditEvent =
   | 'conversation.created'
   | 'conversation.deleted'
   | 'approval.requested'
-  | 'approval.decided';
+  | 'approval.decided'
+  /** Participants (remote tools), in the system chain: by an admin, a user (credentials) or a refresh. */
+  | 'participant.registered'
+  | 'participant.changed'
+  | 'participant.deleted'
+  | 'participant.action_quarantined'
+  | 'participant.action_approved'
+  | 'participant.credentials_set'
+  | 'participant.credentials_removed';
 
 /** The caller's part of an entry; `at` is the moment of recording. */
 export interface AuditFields {

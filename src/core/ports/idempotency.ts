@@ -24,10 +24,13 @@ export interface IdempotencyStore {
   find(ref: IdempotencyRef): Promise<KeptOutcome | undefined>;
   /**
    * In `tx`: 'claimed' (the key is this transaction's until it ends), 'busy'
-   * (another transaction holds it now) or 'taken' (an outcome was committed).
-   * Never waits for another transaction.
+   * (another transaction holds it now) or 'taken' (an outcome was committed,
+   * or a claim row without one: a participant's call in flight, unless it is
+   * older than IN_FLIGHT_TAKEOVER_SECONDS). Never waits for another transaction.
    */
   claim(tx: Transaction, ref: IdempotencyRef, requestDigest: string): Promise<ClaimResult>;
+  /** Deletes the claim row that has no outcome yet (a participant's call that never reached its upstream). */
+  release(ref: IdempotencyRef): Promise<void>;
   /** Writes the outcome into the claim row of `tx`. */
   keep(tx: Transaction, ref: IdempotencyRef, status: number, body: NegotiationResult): Promise<void>;
   /** Deletes outcomes older than the TTL; how many. */

@@ -5,6 +5,7 @@
  * adapter that made it can use, and no port carries SQL.
  */
 import type { NegotiateRequest, NegotiationResult } from '../negotiation';
+import type { RemoteActionInfo } from '../tool-module';
 import type { IdempotencyStore } from './idempotency';
 import type { ConversationStore, DecisionStore, KeyStore, PermissionStore, ResourceStore } from './stores';
 import type { UnitsOfWork } from './units';
@@ -39,4 +40,9 @@ export interface NegotiationObserver {
     req: NegotiateRequest,
     call: () => Promise<NegotiationResult>,
   ): Promise<NegotiationResult>;
+  /**
+   * Inside `call`, when it calls a participant's upstream: the negotiation's
+   * span records where (`server.address`, `mcp.method.name`). No secret in it.
+   */
+  upstream?(remote: RemoteActionInfo): void;
 }

@@ -51,13 +51,14 @@ export interface ResourceStore {
   /**
    * Create or replace in one statement; `created` tells which happened. With
    * `notIn`, an existing row at one of those versions is left alone: undefined.
+   * With `tx`, in that transaction (negotiate's `saveAs`).
    */
   upsert(
     conversationId: string,
     name: string,
     json: string,
     by: string,
-    notIn?: number[],
+    opts?: { notIn?: number[]; tx?: Transaction },
   ): Promise<{ resource: Resource; created: boolean } | undefined>;
   /** false when missing or (with expectedVersions) at none of those versions. */
   delete(conversationId: string, name: string, expectedVersions?: number[], tx?: Transaction): Promise<boolean>;

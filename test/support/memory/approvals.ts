@@ -107,6 +107,12 @@ export class MemoryApprovalStore implements ApprovalStore {
   }
 
   /** UPDATE … SET status = 'used' WHERE status = 'approved' AND scope = 'once' AND expires_at > now(). */
+  release(id: string): Promise<void> {
+    const a = this.db.approvals.get(id);
+    if (a?.status === 'used') this.db.approvals.set(id, { ...a, status: 'approved' });
+    return Promise.resolve();
+  }
+
   claim(id: string, tx: Transaction): Promise<boolean> {
     return Promise.resolve(
       this.db.statement(tx, () => {

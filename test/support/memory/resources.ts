@@ -66,12 +66,23 @@ export class MemoryResourceStore implements ResourceStore {
     name: string,
     json: string,
     by: string,
-    notIn?: number[],
+    opts: { notIn?: number[]; tx?: Transaction } = {},
   ): Promise<{ resource: Resource; created: boolean } | undefined> {
-    const created = await this.create(conversationId, name, json, by);
-    if (created) return { resource: created, created: true };
-    const updated = await this.update({ conversationId, name, json, by, versions: notIn ? { notIn } : undefined });
-    return updated && { resource: updated, created: false };
+    const { notIn, tx } = opts;
+    // One statement in `tx` (a single-statement unit counts it once): create, else update.
+    return Promise.resolve(
+      this.db.statement(tx, () => {
+        if (!this.db.conversations.has(conversationId)) throw conversationNotFound(conversationId);
+        const r = this.db.resources.get(key(conversationId, name));
+        if (r && !allowed(r.version, notIn ? { notIn } : undefined)) return undefined;
+        const now = this.db.now();
+        const next: Resource = r
+          ? { ...r, data: JSON.parse(json), updatedBy: by, updatedAt: now, version: r.version + 1 }
+          : { name, data: JSON.parse(json), createdBy: by, updatedBy: by, createdAt: now, updatedAt: now, version: 1 };
+        this.db.put(this.db.resources, key(conversationId, name), next, tx);
+        return { resource: next, created: !r };
+      }),
+    );
   }
 
   delete(conversationId: string, name: string, expectedVersions?: number[], tx?: Transaction): Promise<boolean> {
