@@ -127,7 +127,7 @@ export function createMcpStdioConnector(options: McpStdioConnectorOptions): Upst
       await connect();
       logger.info({ participant }, `Participant ${participant}'s process restarted`);
     } catch {
-      if (state === 'idle') fail('could not be started');
+      if (state === 'idle') fail(startFailure(current?.child()));
     }
   }
 
@@ -147,7 +147,7 @@ export function createMcpStdioConnector(options: McpStdioConnectorOptions): Upst
       try {
         await connect();
       } catch (error) {
-        if (state === 'idle') fail('could not be started');
+        if (state === 'idle') fail(startFailure(current?.child()));
         throw connection.asThrown(error);
       }
     }
@@ -179,6 +179,12 @@ export function createMcpStdioConnector(options: McpStdioConnectorOptions): Upst
       await terminate(current?.child(), graceMs);
     },
   };
+}
+
+/** Why a start failed: how the child ended when it did (before or during the handshake). */
+function startFailure(child: ChildProcess | undefined): string {
+  const ended = child !== undefined && (child.exitCode !== null || child.signalCode !== null);
+  return ended ? `${exitReason(child)} while starting` : 'could not be started';
 }
 
 function exitReason(child: ChildProcess | undefined): string {

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createMcpStdioConnector, UpstreamTimeoutError } from '../../src/participants/mcp-upstream';
 import type { UpstreamConnector } from '../../src/participants/upstream';
-import { EVERYTHING_ENTRY, MEMORY_ENTRY, memoryLogger } from './support/upstreams';
+import { EVERYTHING_ENTRY, FIXTURES, MEMORY_ENTRY, memoryLogger } from './support/upstreams';
 
 jest.setTimeout(60_000);
 
@@ -109,5 +109,28 @@ describe('mcp-stdio connector, server-memory', () => {
     expect(graph.isError).toBe(false);
     expect(JSON.stringify(graph.output)).toContain('wrote the first program');
     expect(readFileSync(file, 'utf8')).toContain('Ada');
+  });
+});
+
+describe('mcp-stdio connector, a 2026-07-28 server (SDK v2 serveStdio)', () => {
+  it('speaks 2026-07-28 and calls over it', async () => {
+    const connector = createMcpStdioConnector({
+      participant: 'modern',
+      command: process.execPath,
+      args: [join(FIXTURES, 'modern-stdio.mjs')],
+      logger: memoryLogger(),
+    });
+    try {
+      await connector.start();
+      expect(connector.info().protocolVersion).toBe('2026-07-28');
+      const [add] = await connector.listTools();
+      expect(add).toMatchObject({ upstreamName: 'add', defaultLevel: 2 });
+      expect(await connector.call('add', { a: 1, b: 2 }, call)).toEqual({
+        output: { content: [{ type: 'text', text: '3' }], structuredContent: { sum: 3 } },
+        isError: false,
+      });
+    } finally {
+      await connector.close();
+    }
   });
 });
