@@ -46,6 +46,11 @@ const operations = Object.entries(spec.paths).flatMap(([path, ops]) =>
   Object.entries(ops).map(([method, op]) => ({ name: `${method.toUpperCase()} ${path}`, op })),
 );
 
+it("no text of the spec holds $` or $' (swagger-ui-express splices the spec into /docs with String.replace, where those are patterns: the page would not load)", () => {
+  const text = readFileSync(join(__dirname, '..', 'openapi', 'openapi.json'), 'utf8');
+  expect(text.match(/\$[`']/g) ?? []).toEqual([]);
+});
+
 it('every error response is typed application/problem+json with Problem examples of its own status, except negotiate outcomes', () => {
   const wrong: string[] = [];
   for (const { name, op } of operations) {

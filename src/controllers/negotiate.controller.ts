@@ -79,7 +79,7 @@ export interface NegotiateBody {
    */
   approvalId?: string;
   /**
-   * A resource name (`^[A-Za-z0-9:_-]{1,128}$`; another is 400 invalid_args):
+   * A resource name (1 to 128 characters of A-Z a-z 0-9 : _ -; another is 400 invalid_args):
    * the call's result is written there in the conversation's shared context,
    * created or updated by the tool, in the same transaction as the call's
    * audit entry. For a participant's MCP action the result is its
