@@ -96,7 +96,7 @@ describe('embedded DATA_DIR', () => {
     } finally {
       await server.close();
     }
-  });
+  }, 120_000);
 
   it('refuses a second owner in the same process, and frees the directory on close', async () => {
     const dir = newDir();
@@ -106,7 +106,7 @@ describe('embedded DATA_DIR', () => {
     );
     await server.close();
     await (await lockDataDir(dir)).release();
-  });
+  }, 120_000);
 
   it('refuses a second process on the same DATA_DIR, naming it and the owner; takes over after kill -9', async () => {
     const dir = newDir();
