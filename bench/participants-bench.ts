@@ -55,6 +55,14 @@ function cpuMs(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
+/** The service's own process: scripts/start.mjs runs it as its child (after a build when stale). */
+function servicePid(startPid: number): number {
+  const children = readFileSync(`/proc/${startPid}/task/${startPid}/children`, 'utf8').trim().split(/\s+/);
+  const last = children.at(-1);
+  if (!last) throw new Error(`scripts/start.mjs (pid ${startPid}) has no child process`);
+  return Number(last);
+}
+
 function startUpstream(port: number): Promise<ChildProcess> {
   const child = spawn(process.execPath, [EVERYTHING, 'streamableHttp'], {
     env: { PATH: process.env.PATH ?? '', PORT: String(port) },
@@ -167,7 +175,7 @@ export async function runParticipantsBench(serverUrl: string): Promise<RemoteRou
     const many = new Agent({ keepAlive: true, maxSockets: PARALLEL });
     for (let i = 0; i < PARALLEL; i++) clients.push(await directClient(mcpUrl));
     const [first] = clients;
-    const pids = [service.pid!, upstream.pid!];
+    const pids = [servicePid(service.pid!), upstream.pid!];
     // Warm both paths (JIT, pools, the gateway's upstream connection) before measuring.
     for (let i = 0; i < 200; i++) {
       await directCall(first!);
