@@ -2,7 +2,7 @@
 import { type FormEvent, useCallback, useEffect, useState } from 'react';
 import { type ApiKey, type CreatedKey, api, enc, levelName, message, when } from './api';
 
-export function MintedToken({ token, onDone }: { token: string; onDone(): void }) {
+export function MintedToken({ token, onDone }: { token: string; onDone: () => void }) {
   const [copied, setCopied] = useState(false);
   const copy = () => {
     navigator.clipboard.writeText(token).then(

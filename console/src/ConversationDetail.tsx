@@ -66,7 +66,11 @@ function Levels({ id }: { id: string }) {
                   <label className="visually-hidden" htmlFor={`level-${t.tool}`}>
                     Level of {t.tool}
                   </label>
-                  <select id={`level-${t.tool}`} value={t.level} onChange={(e) => void change(t.tool, Number(e.target.value))}>
+                  <select
+                    id={`level-${t.tool}`}
+                    value={t.level}
+                    onChange={(e) => void change(t.tool, Number(e.target.value))}
+                  >
                     {[1, 2, 3].map((l) => (
                       <option key={l} value={l}>
                         {l} ({LEVEL_NAMES[l]})

@@ -92,7 +92,13 @@ export function Keys() {
                 <td>
                   {when(k.createdAt)} by {k.createdBy}
                 </td>
-                <td>{k.revokedAt ? `revoked ${when(k.revokedAt)}` : k.expiresAt ? `expires ${when(k.expiresAt)}` : 'active'}</td>
+                <td>
+                  {k.revokedAt
+                    ? `revoked ${when(k.revokedAt)}`
+                    : k.expiresAt
+                      ? `expires ${when(k.expiresAt)}`
+                      : 'active'}
+                </td>
                 <td>
                   {!k.revokedAt && (
                     <button type="button" className="danger" onClick={() => void revoke(k)}>

@@ -34,7 +34,15 @@ interface ActionDefinition {
   pending?: Pinned;
 }
 
-function Quarantined({ participant, action, onApproved }: { participant: string; action: string; onApproved(): void }) {
+function Quarantined({
+  participant,
+  action,
+  onApproved,
+}: {
+  participant: string;
+  action: string;
+  onApproved: () => void;
+}) {
   const [view, setView] = useState<ActionDefinition | null>(null);
   const [error, setError] = useState<string | null>(null);
   const path = `/participants/${enc(participant)}/actions/${enc(action)}`;

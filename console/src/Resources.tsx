@@ -2,7 +2,7 @@
 import { type FormEvent, useCallback, useEffect, useId, useState } from 'react';
 import { type Resource, api, enc, message, when } from './api';
 
-function ResourceItem({ id, resource, onSaved }: { id: string; resource: Resource; onSaved(): void }) {
+function ResourceItem({ id, resource, onSaved }: { id: string; resource: Resource; onSaved: () => void }) {
   const uid = useId();
   const [editing, setEditing] = useState(false);
   const [text, setText] = useState('');

@@ -10,9 +10,9 @@ export interface LiveApprovals {
   decided: Approval[];
   stream: StreamState;
   error: string | null;
-  reload(): void;
+  reload: () => void;
   /** An approval as the API just answered it (a decision taken here), applied before its event arrives. */
-  apply(approval: Approval): void;
+  apply: (approval: Approval) => void;
 }
 
 const newestFirst = (a: Approval, b: Approval) => b.createdAt - a.createdAt;

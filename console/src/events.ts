@@ -13,13 +13,13 @@ export interface StreamEvent {
 }
 
 export interface StreamHandlers {
-  onEvent(event: StreamEvent): void;
+  onEvent: (event: StreamEvent) => void;
   /** The stream is open (again): a client may read the current state once more. */
-  onOpen(): void;
+  onOpen: () => void;
   /** A comment line (`: …`), such as the note that older events are gone. */
-  onComment?(text: string): void;
+  onComment?: (text: string) => void;
   /** The stream is down; it is retried unless the status says it would not help (401, 403). */
-  onDown(reason: string, retrying: boolean): void;
+  onDown: (reason: string, retrying: boolean) => void;
 }
 
 /** Parses `text/event-stream` lines into events, keeping the state between chunks. */

@@ -3,7 +3,7 @@ import { type MouseEvent, type ReactNode, createContext, useContext, useEffect, 
 
 export const BASE = '/console';
 
-const RouteContext = createContext<{ path: string; go(path: string): void }>({ path: '/', go: () => undefined });
+const RouteContext = createContext<{ path: string; go: (path: string) => void }>({ path: '/', go: () => undefined });
 
 function current(): string {
   const path = window.location.pathname.startsWith(BASE) ? window.location.pathname.slice(BASE.length) : '/';

@@ -45,6 +45,10 @@ if (!chromiumPresent && !browserRequired) {
   );
 }
 
+// JSON bodies from the API, asserted on as the other suites do.
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type JsonBody = any;
+
 interface AxeViolation {
   id: string;
   impact: string | null;
@@ -67,7 +71,12 @@ interface AxeViolation {
   let ownerToken: string;
 
   /** A call to the API as `token`, from outside the browser (the agent, the test's own setup). */
-  async function call(token: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+  async function call(
+    token: string,
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; body: JsonBody }> {
     const res = await fetch(`${base}${path}`, {
       method,
       headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
@@ -130,10 +139,10 @@ interface AxeViolation {
   async function expectAccessible(name: string): Promise<void> {
     const source = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
     await page.evaluate(source);
-    const violations = await page.evaluate(async () => {
-      const axe = (window as unknown as { axe: { run(): Promise<{ violations: AxeViolation[] }> } }).axe;
-      return (await axe.run()).violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => n.target) }));
-    });
+    // Expressions in the page's own terms (this project's TypeScript has no DOM types outside console/).
+    const violations = await page.evaluate<AxeViolation[]>(
+      'axe.run().then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) })))',
+    );
     const serious = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
     expect([name, serious]).toEqual([name, []]);
   }
@@ -158,11 +167,9 @@ interface AxeViolation {
     await shot('sign-in');
     await signIn(ownerToken);
     await expect(page.getByTestId('who').innerText()).resolves.toContain(`Signed in as ${owner} (user)`);
-    const stored = await page.evaluate(() => ({
-      session: Object.values(sessionStorage),
-      local: Object.values(localStorage),
-      cookie: document.cookie,
-    }));
+    const stored = await page.evaluate(
+      '({ session: Object.values(sessionStorage), local: Object.values(localStorage), cookie: document.cookie })',
+    );
     expect(stored).toEqual({ session: [ownerToken], local: [], cookie: '' });
     // Admin-only pages are not offered to a user.
     await expect(page.getByRole('link', { name: 'Keys' }).count()).resolves.toBe(0);
@@ -180,7 +187,7 @@ interface AxeViolation {
     const shown = await page.getByTestId('minted-token').innerText();
     await page.getByRole('button', { name: 'Copy token' }).click();
     await page.getByText('Copied to the clipboard.').waitFor();
-    agentToken = await page.evaluate(() => navigator.clipboard.readText());
+    agentToken = await page.evaluate<string>('navigator.clipboard.readText()');
     expect(agentToken).toBe(shown);
     const me = await call(agentToken, 'GET', '/me');
     expect(me).toMatchObject({ status: 200, body: { role: 'agent', conversationId: conversation, maxLevel: 2 } });
@@ -194,7 +201,10 @@ interface AxeViolation {
   /** The agent's call, refused with a pending approval; its id. */
   async function agentAsks(name: string): Promise<string> {
     const refused = await call(agentToken, 'POST', `/conversations/${conversation}/negotiate`, CREATE(name));
-    expect(refused).toMatchObject({ status: 403, body: { code: 'permission_required', approval: { status: 'pending' } } });
+    expect(refused).toMatchObject({
+      status: 403,
+      body: { code: 'permission_required', approval: { status: 'pending' } },
+    });
     return refused.body.approval.id as string;
   }
 
@@ -202,12 +212,12 @@ interface AxeViolation {
     await page.getByRole('link', { name: 'Inbox' }).click();
     await page.getByTestId('stream-state').filter({ hasText: 'Live' }).waitFor();
     // A mark on the page's window: a reload or navigation would lose it.
-    await page.evaluate(() => Object.assign(window, { notReloaded: true }));
+    await page.evaluate('window.notReloaded = true');
     const approvalId = await agentAsks('report');
 
     const card = page.locator(`[data-approval="${approvalId}"]`);
     await card.waitFor();
-    await expect(page.evaluate(() => (window as unknown as { notReloaded?: boolean }).notReloaded)).resolves.toBe(true);
+    await expect(page.evaluate('window.notReloaded')).resolves.toBe(true);
     await expect(card.getByRole('heading', { level: 2 }).innerText()).resolves.toBe('data-tool/create-resource');
     await expect(card.getByTestId('requester').innerText()).resolves.toContain('support-bot');
     const text = await card.innerText();

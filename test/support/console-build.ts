@@ -21,10 +21,14 @@ export function ensureConsoleBuilt(): void {
   const index = join(CONSOLE_BUILD_DIR, 'index.html');
   if (existsSync(index) && statSync(index).mtimeMs >= newestSource(join(PROJECT_ROOT, 'console'))) return;
   const vite = join(PROJECT_ROOT, 'node_modules', 'vite', 'bin', 'vite.js');
-  const built = spawnSync(process.execPath, [vite, 'build', '--config', join(PROJECT_ROOT, 'console', 'vite.config.mts')], {
-    cwd: PROJECT_ROOT,
-    encoding: 'utf8',
-    env: { ...process.env, VITE_CONFIG_NATIVE_IGNORE_WARNING: 'true' },
-  });
+  const built = spawnSync(
+    process.execPath,
+    [vite, 'build', '--config', join(PROJECT_ROOT, 'console', 'vite.config.mts')],
+    {
+      cwd: PROJECT_ROOT,
+      encoding: 'utf8',
+      env: { ...process.env, VITE_CONFIG_NATIVE_IGNORE_WARNING: 'true' },
+    },
+  );
   if (built.status !== 0) throw new Error(`vite build of the console failed:\n${built.stdout}\n${built.stderr}`);
 }
