@@ -9,7 +9,7 @@ import { ConversationDetail } from './ConversationDetail';
 import { Participants } from './Participants';
 import { Keys } from './Keys';
 
-function SignIn({ onSignedIn, error }: { onSignedIn(me: Me): void; error: string | null }) {
+function SignIn({ onSignedIn, error }: { onSignedIn: (me: Me) => void; error: string | null }) {
   const [token, setToken] = useState('');
   const [failure, setFailure] = useState<string | null>(error);
   const [busy, setBusy] = useState(false);
@@ -30,8 +30,8 @@ function SignIn({ onSignedIn, error }: { onSignedIn(me: Me): void; error: string
     <main id="main" className="signin">
       <h1>Sign in to the console</h1>
       <p>
-        Paste a user or admin token. It stays in this tab only (sessionStorage). After <code>npm start</code>, the
-        admin key is in <code>.data/admin.key</code>.
+        Paste a user or admin token. It stays in this tab only (sessionStorage). After <code>npm start</code>, the admin
+        key is in <code>.data/admin.key</code>.
       </p>
       <form onSubmit={(e) => void submit(e)}>
         <label htmlFor="token">Token</label>
@@ -117,7 +117,8 @@ export function App() {
 
   // Each page gets a title of its own, so a screen reader and the tab say where one is.
   useEffect(() => {
-    const page = PAGES.find((p) => p.to === path) ?? (path.startsWith('/conversations/') ? { label: 'Conversation' } : null);
+    const page =
+      PAGES.find((p) => p.to === path) ?? (path.startsWith('/conversations/') ? { label: 'Conversation' } : null);
     document.title = `${page?.label ?? 'Console'} · Tool orchestration console`;
   }, [path]);
 

@@ -20,7 +20,7 @@ function ApprovalCard({
   approval: Approval;
   keys: Map<string, ApiKey>;
   now: number;
-  onDecided(a: Approval): void;
+  onDecided: (a: Approval) => void;
 }) {
   const uid = useId();
   const [expiry, setExpiry] = useState('');
@@ -42,7 +42,10 @@ function ApprovalCard({
   const approveConversation = (e: FormEvent) => {
     e.preventDefault();
     const seconds = expiry.trim() === '' ? undefined : Number(expiry);
-    void decide('approve', seconds === undefined ? { scope: 'conversation' } : { scope: 'conversation', expiresInSeconds: seconds });
+    void decide(
+      'approve',
+      seconds === undefined ? { scope: 'conversation' } : { scope: 'conversation', expiresInSeconds: seconds },
+    );
   };
   const reject = (e: FormEvent) => {
     e.preventDefault();
@@ -118,7 +121,11 @@ export function Inbox() {
     <>
       <h1>Inbox</h1>
       <p className="status" role="status" data-testid="stream-state">
-        {live.stream === 'live' ? 'Live: new requests appear here as they come.' : live.stream === 'down' ? 'Reconnecting…' : 'Connecting…'}{' '}
+        {live.stream === 'live'
+          ? 'Live: new requests appear here as they come.'
+          : live.stream === 'down'
+            ? 'Reconnecting…'
+            : 'Connecting…'}{' '}
         {live.pending.length} pending.
       </p>
       {live.error && (
