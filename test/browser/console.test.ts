@@ -257,6 +257,16 @@ interface AxeViolation {
     expect(retry.body.code).toBe('approval_rejected');
     expect(retry.body.error).toContain('Not before the audit, please');
 
+    // Approved for the conversation, for ten minutes: the tool's level is raised, and the agent's call runs as is.
+    const third = await agentAsks('third-report');
+    const thirdCard = page.locator(`[data-approval="${third}"]`);
+    await thirdCard.waitFor();
+    await thirdCard.getByLabel('Expires after (seconds, optional)').fill('600');
+    await thirdCard.getByRole('button', { name: 'Approve for the conversation' }).click();
+    await thirdCard.waitFor({ state: 'detached' });
+    const ran = await call(agentToken, 'POST', `/conversations/${conversation}/negotiate`, CREATE('third-report'));
+    expect(ran).toMatchObject({ status: 200, body: { success: true } });
+
     await page.getByRole('link', { name: 'Decided' }).click();
     const rejected = page.getByRole('row').filter({ hasText: 'Not before the audit, please' });
     await rejected.waitFor();
@@ -270,10 +280,30 @@ interface AxeViolation {
     await page.getByRole('link', { name: 'Conversations' }).click();
     await page.getByRole('link', { name: conversation }).click();
     await page.getByTestId('audit-verification').filter({ hasText: 'Chain verified' }).waitFor();
-    await page.getByRole('heading', { name: /^report version/ }).waitFor();
-    // A level changed in the page shows in the history.
-    await page.getByLabel('Level of data-tool').selectOption('2');
+    // The approval for the conversation raised the level; a level changed in the page shows in the history too.
     await page.getByText(new RegExp(`data-tool 1 \\(read\\) → 2 \\(write\\) by user:${owner}`)).waitFor();
+    await page.getByLabel('Level of data-tool').selectOption('3');
+    await page.getByText(new RegExp(`data-tool 2 \\(write\\) → 3 \\(execute\\) by user:${owner}`)).waitFor();
+
+    // A resource edited in the page is saved with If-Match on the version shown.
+    await page.getByRole('heading', { name: 'report version 1', exact: true }).waitFor();
+    await page.getByRole('button', { name: 'Edit report', exact: true }).click();
+    await page.getByLabel('Data of report (JSON)').fill('{"total": 43}');
+    await page.getByRole('button', { name: 'Save (if still version 1)' }).click();
+    await page.getByRole('heading', { name: 'report version 2', exact: true }).waitFor();
+    // Changed by someone else meanwhile: the page's save is refused (412), nothing overwritten.
+    await page.getByRole('button', { name: 'Edit report', exact: true }).click();
+    const other = await call(ownerToken, 'PUT', `/conversations/${conversation}/resources/report`, {
+      data: { total: 0 },
+    });
+    expect(other.status).toBe(200);
+    await page.getByLabel('Data of report (JSON)').fill('{"total": 44}');
+    await page.getByRole('button', { name: 'Save (if still version 2)' }).click();
+    await page.getByRole('alert').filter({ hasText: '412' }).waitFor();
+    expect(await call(ownerToken, 'GET', `/conversations/${conversation}/resources/report`)).toMatchObject({
+      body: { version: 3, data: { total: 0 } },
+    });
+    await page.getByRole('button', { name: 'Cancel' }).click();
     await expectAccessible('conversation');
     await shot('conversation');
   });
