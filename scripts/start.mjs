@@ -14,7 +14,8 @@ const entry = join(root, 'dist', 'src', 'server.js');
 // Written only after a successful build: a failed one leaves no stamp, so the next start retries.
 const stamp = join(root, 'dist', '.build-stamp');
 
-const INPUT_DIRS = ['src', 'tools'];
+// console/: the console's sources, built into dist/console by the same build.
+const INPUT_DIRS = ['src', 'tools', 'console'];
 const INPUT_FILES = [
   'prisma/schema.prisma',
   'tsoa.json',
@@ -48,6 +49,7 @@ function newestInput() {
 
 function staleReason() {
   if (!existsSync(entry) || !existsSync(stamp)) return 'no complete build in dist/';
+  if (!existsSync(join(root, 'dist', 'console', 'index.html'))) return 'no console build in dist/console';
   const built = statSync(stamp).mtimeMs;
   const newest = newestInput();
   return newest.mtimeMs > built ? `${newest.path.slice(root.length + 1)} changed since the last build` : undefined;

@@ -15,6 +15,7 @@ import { failedAuthLimiter, principalRateLimit } from './http/rate-limits';
 import { errorHandler, getOnly, methodGuard, requestLogging, unmatchedRoute } from './http/middleware';
 import { setTrustProxy } from './http/trust-proxy';
 import { createExpressServer } from './http/express-server';
+import { CONSOLE_PATH, consoleHandlers } from './http/console';
 import { MCP_PATH, mcpRouter } from './mcp/conversation-mcp';
 import { mcpBodyErrors } from './mcp/json-rpc-errors';
 import type { Services } from './services';
@@ -61,7 +62,7 @@ function useRequestChecks(app: Express, services: Services): void {
   app.use(checkJsonBody);
 }
 
-/** What anyone may read: /metrics (unless disabled), the OpenAPI document and its Swagger UI. */
+/** What anyone may read: /metrics (unless disabled), the OpenAPI document, its Swagger UI and the console's page. */
 function usePublicDocuments(app: Express, services: Services, spec: { text: string; json: object }): void {
   const metrics = services.metrics;
   if (metrics) {
@@ -74,6 +75,8 @@ function usePublicDocuments(app: Express, services: Services, spec: { text: stri
     res.type('application/json').send(spec.text);
   });
   app.use('/docs', getOnly, swaggerUi.serve, swaggerUi.setup(spec.json, { customSiteTitle: 'Tool orchestration API' }));
+  // The console's page and assets (src/http/console.ts); the API calls it makes need a token.
+  app.use(CONSOLE_PATH, ...consoleHandlers());
 }
 
 export function buildApp(services: Services): Express {

@@ -18,7 +18,7 @@ declare module 'express-serve-static-core' {
   }
 }
 
-/** Paths anyone may call: the probes, metrics, the docs and spec, and the RFC 9728/8414 documents. */
+/** Paths anyone may call: the probes, metrics, the docs and spec, the console's page, and the RFC 9728/8414 documents. */
 export function isPublicPath(path: string): boolean {
   return (
     path === '/healthz' ||
@@ -27,6 +27,8 @@ export function isPublicPath(path: string): boolean {
     path === '/openapi.json' ||
     path === '/docs' ||
     path.startsWith('/docs/') ||
+    path === '/console' ||
+    path.startsWith('/console/') ||
     path.startsWith('/.well-known/')
   );
 }
