@@ -27,7 +27,14 @@ import { type TestApp, createTestApp } from '../support/test-app';
 const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const chromiumPresent = existsSync(CHROMIUM_PATH);
 const browserRequired = (process.env.CI_REQUIRE_BROWSER ?? '') !== '';
-const SHOTS = join(PROJECT_ROOT, 'docs', 'console');
+/**
+ * Where the screenshots go: a scratch directory, so a test run leaves the checkout as it was;
+ * `CONSOLE_SCREENSHOTS=1` writes them into docs/console/ (how docs/console.md's pictures are made).
+ */
+const SHOTS =
+  process.env.CONSOLE_SCREENSHOTS === '1'
+    ? join(PROJECT_ROOT, 'docs', 'console')
+    : mkdtempSync(join(tmpdir(), 'console-shots-'));
 
 const CHROMIUM_ARGS = [
   '--headless',
@@ -140,6 +147,7 @@ interface AxeViolation {
   afterAll(async () => {
     await context?.close();
     if (profileDir) rmSync(profileDir, { recursive: true, force: true });
+    if (process.env.CONSOLE_SCREENSHOTS !== '1') rmSync(SHOTS, { recursive: true, force: true });
     if (server) {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
