@@ -111,9 +111,21 @@ export type McpFailure =
   | { kind: 'http'; status: number }
   | { kind: 'unavailable'; reason: string; error?: UpstreamUnavailableError };
 
-function httpStatusOf(error: unknown): number | undefined {
-  for (const e of causes(error)) if (e instanceof SdkHttpError) return e.status;
+function httpErrorOf(error: unknown): SdkHttpError | undefined {
+  for (const e of causes(error)) if (e instanceof SdkHttpError) return e;
   return undefined;
+}
+
+/**
+ * The upstream no longer knows the session the request carried: 404 (the
+ * spec's answer), or 400 naming the session, which is what SDK 1.x servers
+ * (server-everything among them) answer for a session they forgot, e.g. after
+ * a restart. Any other 400 is the upstream refusing the request itself.
+ */
+function isSessionLost(http: SdkHttpError): boolean {
+  if (http.status === 404) return true;
+  const text = http.data.text;
+  return http.status === 400 && typeof text === 'string' && /session/i.test(text);
 }
 
 const NOT_MCP_CODES: ReadonlySet<string> = new Set([
@@ -128,8 +140,9 @@ export function classify(error: unknown, hadSession: boolean): McpFailure {
   if (refused) return { kind: 'unavailable', reason: refused.message, error: refused };
   if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) return { kind: 'timeout' };
   if (error instanceof ProtocolError) return { kind: 'rpc', code: error.code, message: error.message };
-  const status = httpStatusOf(error);
-  if (status === 404 && hadSession) return { kind: 'session-lost' };
+  const http = httpErrorOf(error);
+  const status = http?.status;
+  if (http && hadSession && isSessionLost(http)) return { kind: 'session-lost' };
   if (status !== undefined && status >= 400 && status < 500 && status !== 404 && status !== 408) {
     return { kind: 'http', status };
   }
