@@ -6,9 +6,10 @@
  */
 import type { Tool } from '@modelcontextprotocol/client';
 import type { McpConnection } from './mcp-connection';
-import { classify, type Redactor, rpcErrorMessage, unavailable, UpstreamTimeoutError } from './mcp-errors';
+import { classify, rpcErrorMessage, unavailable } from './mcp-errors';
+import type { Redactor } from './redaction';
 import { callResultOf, upstreamToolOf } from './mcp-tools';
-import type { UpstreamCallOptions, UpstreamCallResult, UpstreamTool } from './upstream';
+import { type UpstreamCallOptions, type UpstreamCallResult, type UpstreamTool, UpstreamTimeoutError } from './upstream';
 
 export interface CallWhere {
   participant: string;

@@ -16,8 +16,8 @@ import {
   type Transport,
 } from '@modelcontextprotocol/client';
 import type { ToolLogger } from '../core/tool-interface';
-import { classify, type McpFailure, unavailable, UpstreamTimeoutError } from './mcp-errors';
-import type { UpstreamInfo } from './upstream';
+import { classify, type McpFailure, unavailable } from './mcp-errors';
+import { type UpstreamInfo, UpstreamTimeoutError } from './upstream';
 
 export const DEFAULT_CLIENT_INFO: Implementation = { name: 'tool-orchestrator', version: '0.1.0' };
 // A handshake that takes longer than this is an upstream that is not working.

@@ -13,7 +13,8 @@ import type { Implementation } from '@modelcontextprotocol/client';
 import type { ToolLogger } from '../core/tool-interface';
 import { callThrough, listThrough } from './mcp-calls';
 import { McpConnection } from './mcp-connection';
-import { redactorOf, unavailable } from './mcp-errors';
+import { unavailable } from './mcp-errors';
+import { redactorOf } from './redaction';
 import { type ChildHandle, childTransport, terminate } from './mcp-stdio-process';
 import type { UpstreamCallOptions, UpstreamConnector, UpstreamInfo } from './upstream';
 

@@ -15,10 +15,9 @@ import { canonicalJson, sha256Hex } from '../core/canonical-json';
 import type { ToolLogger } from '../core/tool-interface';
 import { callThrough, listThrough } from './mcp-calls';
 import { McpConnection } from './mcp-connection';
-import { redactorOf } from './mcp-errors';
+import { redactorOf } from './redaction';
 import type { UpstreamCallOptions, UpstreamConnector, UpstreamInfo } from './upstream';
 
-export { UpstreamTimeoutError } from './mcp-errors';
 export { createMcpStdioConnector, type McpStdioConnectorOptions } from './mcp-stdio-connector';
 
 export interface McpHttpConnectorOptions {

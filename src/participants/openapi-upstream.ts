@@ -20,7 +20,7 @@ import type {
   UpstreamTool,
 } from './upstream';
 
-export { OpenApiDocumentError, UpstreamTimeoutError } from './openapi-http';
+export { OpenApiDocumentError } from './openapi-http';
 
 export interface OpenApiConnectorOptions {
   participant: string;
