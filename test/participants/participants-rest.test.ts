@@ -179,7 +179,7 @@ describe('a participant with include and exclude', () => {
       (body.actions as Array<{ name: string }>).map((a) => a.name).sort();
     expect(names(res.body)).toEqual(served);
     expect(names((await admin().get(`/participants/${name}`).expect(200)).body)).toEqual(served);
-    const listed = (await admin().get('/participants').expect(200)).body as Array<Record<string, unknown>>;
+    const listed = (await admin().get('/participants').expect(200)).body.participants as Array<Record<string, unknown>>;
     expect(names(listed.find((p) => p.name === name)!)).toEqual(served);
     const tool = await admin().get(`/tools/${name}`).expect(200);
     expect((tool.body.actions as Array<{ name: string }>).map((a) => a.name).sort()).toEqual(served);
