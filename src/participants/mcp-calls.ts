@@ -5,6 +5,7 @@
  * transports.
  */
 import type { Tool } from '@modelcontextprotocol/client';
+import type { ToolLogger } from '../core/tool-interface';
 import type { McpConnection } from './mcp-connection';
 import { classify, rpcErrorMessage, unavailable } from './mcp-errors';
 import type { Redactor } from './redaction';
@@ -71,4 +72,15 @@ export async function listThrough(connection: McpConnection, where: CallWhere): 
     throw connection.asThrown(error, where.unavailableReason?.());
   }
   return tools.map(upstreamToolOf);
+}
+
+/** Tells every listener the upstream's tools changed; one that throws is logged (its name only) and the rest still hear. */
+export function notifyToolsChanged(listeners: Iterable<() => void>, logger: ToolLogger, participant: string): void {
+  for (const l of listeners) {
+    try {
+      l();
+    } catch (error) {
+      logger.warn({ participant, err: String((error as Error)?.name) }, 'tools-changed listener threw');
+    }
+  }
 }

@@ -6,7 +6,7 @@
  * the next use, so an upstream that comes back is reached again without a
  * restart of the service.
  */
-import { ParticipantCallError, ParticipantUnavailableError } from '../core/tool-module';
+import { ParticipantCallError, ParticipantUnavailableError } from '../core/remote-action';
 import type { ToolLogger } from '../core/tool-interface';
 import type { CallOutcome, ParticipantMetrics } from '../observability/participant-metrics';
 import { CircuitBreaker } from './circuit-breaker';

@@ -6,7 +6,7 @@
  * the registry and calls through it, wrapped in its circuit breaker. A
  * connector knows nothing of conversations, levels or the database.
  */
-import { ParticipantCallError } from '../core/tool-module';
+import { ParticipantCallError } from '../core/remote-action';
 
 export type ParticipantTransport = 'mcp-http' | 'mcp-stdio' | 'openapi';
 
