@@ -58,6 +58,15 @@ describe('mcp-http connector, server-everything restarted on the same port', () 
     // A new session from the start: the old one was never sent to the new process.
     expect(forgotten()).toBe(1);
   });
+
+  it('lists the tools again after a restart (what POST /participants/{name}/refresh does)', async () => {
+    const port = portOf(upstream!);
+    await upstream!.stop();
+    upstream = await startEverythingHttp(port);
+    const tools = await connector!.listTools();
+    expect(tools.map((t) => t.upstreamName)).toContain('echo');
+    expect(forgotten()).toBe(2);
+  });
 });
 
 describe('a registered server-everything participant whose upstream restarts', () => {
