@@ -23,7 +23,7 @@ import type { NegotiationObserver, UnitOfWork, UnitsOfWork } from './ports';
 import { saveIn, savedData } from './save-as';
 import { ConversationSharedContext } from './shared-context';
 import { ToolError } from './tool-interface';
-import { ParticipantCallError, ParticipantUnavailableError } from './tool-module';
+import { ParticipantCallError, ParticipantUnavailableError } from './remote-action';
 
 export interface RemoteExecutionDeps extends ExecutionDeps {
   /** Told of each upstream call inside the negotiation's span (server.address, mcp.method.name). */

@@ -4,7 +4,7 @@
  * OpenTelemetry: with tracing off, the service never loads the SDK.
  */
 import type { NegotiateRequest, NegotiationResult } from '../core/negotiation';
-import type { RemoteActionInfo } from '../core/tool-module';
+import type { RemoteActionInfo } from '../core/remote-action';
 
 export interface Tracing {
   /** Runs one negotiation inside its `execute_tool` span (the database spans beneath it). */

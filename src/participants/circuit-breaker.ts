@@ -10,7 +10,7 @@
  *
  * Time comes from `now` so tests drive a clock of their own.
  */
-import { ParticipantUnavailableError } from '../core/tool-module';
+import { ParticipantUnavailableError } from '../core/remote-action';
 
 export type CircuitState = 'closed' | 'open' | 'half-open';
 

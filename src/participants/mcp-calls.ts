@@ -5,10 +5,12 @@
  * transports.
  */
 import type { Tool } from '@modelcontextprotocol/client';
+import type { ToolLogger } from '../core/tool-interface';
 import type { McpConnection } from './mcp-connection';
-import { classify, type Redactor, rpcErrorMessage, unavailable, UpstreamTimeoutError } from './mcp-errors';
+import { classify, rpcErrorMessage, unavailable } from './mcp-errors';
+import type { Redactor } from './redaction';
 import { callResultOf, upstreamToolOf } from './mcp-tools';
-import type { UpstreamCallOptions, UpstreamCallResult, UpstreamTool } from './upstream';
+import { type UpstreamCallOptions, type UpstreamCallResult, type UpstreamTool, UpstreamTimeoutError } from './upstream';
 
 export interface CallWhere {
   participant: string;
@@ -70,4 +72,15 @@ export async function listThrough(connection: McpConnection, where: CallWhere): 
     throw connection.asThrown(error, where.unavailableReason?.());
   }
   return tools.map(upstreamToolOf);
+}
+
+/** Tells every listener the upstream's tools changed; one that throws is logged (its name only) and the rest still hear. */
+export function notifyToolsChanged(listeners: Iterable<() => void>, logger: ToolLogger, participant: string): void {
+  for (const l of listeners) {
+    try {
+      l();
+    } catch (error) {
+      logger.warn({ participant, err: String((error as Error)?.name) }, 'tools-changed listener threw');
+    }
+  }
 }

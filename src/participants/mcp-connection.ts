@@ -2,8 +2,10 @@
  * One MCP client connection to an upstream, on the official SDK v2 client:
  * connected once (the 2026-07-28 `server/discover` probe, else the 2025-era
  * `initialize` handshake) and reused by every call; reconnected when the
- * upstream forgot a 2025-era session (HTTP 404 on the session id: the call
- * is retried once) or when it was closed. Both transports (mcp-http,
+ * upstream forgot a 2025-era session (HTTP 404 on the session id, or a 400
+ * naming the session as SDK 1.x servers answer: the call is retried once),
+ * after it could not be reached (the next request initialises anew), or
+ * when it was closed. Both transports (mcp-http,
  * mcp-stdio) use it; how a transport is made and what a close means is theirs.
  */
 import {
@@ -14,8 +16,8 @@ import {
   type Transport,
 } from '@modelcontextprotocol/client';
 import type { ToolLogger } from '../core/tool-interface';
-import { classify, type McpFailure, unavailable, UpstreamTimeoutError } from './mcp-errors';
-import type { UpstreamInfo } from './upstream';
+import { classify, type McpFailure, unavailable } from './mcp-errors';
+import { type UpstreamInfo, UpstreamTimeoutError } from './upstream';
 
 export const DEFAULT_CLIENT_INFO: Implementation = { name: 'tool-orchestrator', version: '0.1.0' };
 // A handshake that takes longer than this is an upstream that is not working.
@@ -151,8 +153,13 @@ export class McpConnection {
       return await run(first);
     } catch (error) {
       // Lost with its session: also a call that was in flight on a client another call dropped for that.
-      const lost =
-        this.sessionLost.has(first) || classify(error, sessionOf(transport) !== undefined).kind === 'session-lost';
+      const hadSession = sessionOf(transport) !== undefined;
+      const kind = classify(error, hadSession).kind;
+      const lost = this.sessionLost.has(first) || kind === 'session-lost';
+      if (kind === 'unavailable' && hadSession && !lost && this.client === first) {
+        // Not reachable: whatever answers next (a restarted upstream) will not know this session; start a new one then.
+        await this.reset();
+      }
       if (!lost || this.closed) throw error;
       if (this.client === first) {
         this.options.logger.info(

@@ -7,65 +7,9 @@
  * SDK message or an error cause as is; upstream text is only ever included
  * after redaction of every secret value the participant sends.
  */
-import { ParticipantCallError } from '../core/tool-module';
 import { ProtocolError, ProtocolErrorCode, SdkError, SdkErrorCode, SdkHttpError } from '@modelcontextprotocol/client';
+import { type Redactor, truncate } from './redaction';
 import { UpstreamUnavailableError } from './upstream';
-
-/** A call past its timeout (or given up by its caller): cancelled upstream; the service answers tool_error. */
-export class UpstreamTimeoutError extends ParticipantCallError {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UpstreamTimeoutError';
-  }
-}
-
-export type Redactor = (text: string) => string;
-
-export function truncate(text: string, max: number): string {
-  return text.length <= max ? text : `${text.slice(0, max)}…`;
-}
-
-// Parts of a header value shorter than this (a scheme like "Bearer") are not secrets on their own.
-const MIN_SECRET_PART = 8;
-// A value shorter than this (an env flag like "1" or "on") cannot be told from ordinary text; redacting it would mangle every output.
-const MIN_SECRET_VALUE = 4;
-const REDACTED = '[redacted]';
-
-/** The forms of a secret value an echo may take: as is, URL-encoded, JSON-escaped, and its long parts ("Bearer TOKEN" → TOKEN). */
-function secretForms(value: string): string[] {
-  const forms = new Set<string>();
-  const add = (v: string): void => {
-    if (v.length < MIN_SECRET_VALUE) return;
-    forms.add(v);
-    forms.add(encodeURIComponent(v));
-    forms.add(JSON.stringify(v).slice(1, -1));
-  };
-  add(value);
-  for (const part of value.split(/\s+/)) if (part.length >= MIN_SECRET_PART) add(part);
-  return [...forms].sort((a, b) => b.length - a.length);
-}
-
-/** Replaces every secret value (longest first) in a text with a placeholder. */
-export function redactorOf(secretValues: Iterable<string>): Redactor {
-  const forms = [...new Set([...secretValues].flatMap(secretForms))].sort((a, b) => b.length - a.length);
-  return (text) => forms.reduce((t, f) => t.split(f).join(REDACTED), text);
-}
-
-/**
- * A JSON value with the redactor applied to every string in it (keys too):
- * what an upstream gives back may echo the headers or environment it got,
- * and no response, log or audit entry may carry them.
- */
-export function redactDeep(value: unknown, redact: Redactor): unknown {
-  if (typeof value === 'string') return redact(value);
-  if (Array.isArray(value)) return value.map((v) => redactDeep(v, redact));
-  if (value !== null && typeof value === 'object') {
-    const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[redact(k)] = redactDeep(v, redact);
-    return out;
-  }
-  return value;
-}
 
 /** The failure codes Node and undici give (network, spawn), in words; nothing else of a cause is ever shown. */
 const NETWORK_REASONS: Record<string, string> = {
@@ -111,9 +55,21 @@ export type McpFailure =
   | { kind: 'http'; status: number }
   | { kind: 'unavailable'; reason: string; error?: UpstreamUnavailableError };
 
-function httpStatusOf(error: unknown): number | undefined {
-  for (const e of causes(error)) if (e instanceof SdkHttpError) return e.status;
+function httpErrorOf(error: unknown): SdkHttpError | undefined {
+  for (const e of causes(error)) if (e instanceof SdkHttpError) return e;
   return undefined;
+}
+
+/**
+ * The upstream no longer knows the session the request carried: 404 (the
+ * spec's answer), or 400 naming the session, which is what SDK 1.x servers
+ * (server-everything among them) answer for a session they forgot, e.g. after
+ * a restart. Any other 400 is the upstream refusing the request itself.
+ */
+function isSessionLost(http: SdkHttpError): boolean {
+  if (http.status === 404) return true;
+  const text = http.data.text;
+  return http.status === 400 && typeof text === 'string' && /session/i.test(text);
 }
 
 const NOT_MCP_CODES: ReadonlySet<string> = new Set([
@@ -128,8 +84,9 @@ export function classify(error: unknown, hadSession: boolean): McpFailure {
   if (refused) return { kind: 'unavailable', reason: refused.message, error: refused };
   if (error instanceof SdkError && error.code === SdkErrorCode.RequestTimeout) return { kind: 'timeout' };
   if (error instanceof ProtocolError) return { kind: 'rpc', code: error.code, message: error.message };
-  const status = httpStatusOf(error);
-  if (status === 404 && hadSession) return { kind: 'session-lost' };
+  const http = httpErrorOf(error);
+  const status = http?.status;
+  if (http && hadSession && isSessionLost(http)) return { kind: 'session-lost' };
   if (status !== undefined && status >= 400 && status < 500 && status !== 404 && status !== 408) {
     return { kind: 'http', status };
   }

@@ -9,13 +9,14 @@
  * stops the child: SIGTERM, SIGKILL after a grace, its exit awaited.
  */
 import type { ChildProcess } from 'node:child_process';
-import type { Implementation } from '@modelcontextprotocol/client';
+import type { Implementation, Transport } from '@modelcontextprotocol/client';
 import type { ToolLogger } from '../core/tool-interface';
-import { callThrough, listThrough } from './mcp-calls';
+import { callThrough, type CallWhere, listThrough, notifyToolsChanged } from './mcp-calls';
 import { McpConnection } from './mcp-connection';
-import { redactorOf, unavailable } from './mcp-errors';
+import { unavailable } from './mcp-errors';
+import { type Redactor, redactorOf } from './redaction';
 import { type ChildHandle, childTransport, terminate } from './mcp-stdio-process';
-import type { UpstreamCallOptions, UpstreamConnector, UpstreamInfo } from './upstream';
+import type { UpstreamCallOptions, UpstreamConnector, UpstreamInfo, UpstreamTool } from './upstream';
 
 export interface McpStdioConnectorOptions {
   participant: string;
@@ -45,140 +46,161 @@ const PROBE_TIMEOUT_MS = 3_000;
 type State = 'idle' | 'running' | 'backoff' | 'closed';
 
 export function createMcpStdioConnector(options: McpStdioConnectorOptions): UpstreamConnector {
-  const { participant, logger } = options;
-  const initialMs = options.restart?.initialMs ?? DEFAULT_RESTART_INITIAL_MS;
-  const maxMs = options.restart?.maxMs ?? DEFAULT_RESTART_MAX_MS;
-  const graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
-  const redact = redactorOf(Object.values(options.env ?? {}));
-  const listeners = new Set<() => void>();
-  let state: State = 'idle';
-  let delay = initialMs;
-  let upSince = 0;
-  let timer: NodeJS.Timeout | undefined;
-  let current: ChildHandle | undefined;
-  let downReason = 'its process is not running';
+  return new McpStdioConnector(options);
+}
 
-  const connection: McpConnection = new McpConnection({
-    participant,
-    logger,
-    clientInfo: options.clientInfo,
-    connectTimeoutMs: options.connectTimeoutMs,
-    listTimeoutMs: options.listTimeoutMs,
-    probeTimeoutMs: PROBE_TIMEOUT_MS,
-    makeTransport: () => {
-      const handle = childTransport({
-        participant,
-        logger,
-        redact,
-        command: options.command,
-        args: options.args,
-        cwd: options.cwd,
-        env: options.env,
-        maxBufferSize: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
-        onNonProtocolOutput: () => {
-          if (current === handle) fail('wrote non-protocol output to stdout');
-        },
-      });
-      current = handle;
-      return handle.transport;
-    },
-    onToolsChanged: () => {
-      for (const l of listeners) {
-        try {
-          l();
-        } catch {
-          logger.warn({ participant }, 'tools-changed listener threw');
-        }
-      }
-    },
-    onUnexpectedClose: () => fail(exitReason(current?.child())),
-    // What the SDK reports outside a request on stdio: a message that is JSON but not JSON-RPC, or stdout past the bound.
-    onTransportError: (error) =>
-      fail(
-        /ReadBuffer exceeded/.test(error.message)
-          ? 'flooded stdout past the message bound'
-          : 'wrote non-protocol output to stdout',
-      ),
-  });
+class McpStdioConnector implements UpstreamConnector {
+  readonly transport = 'mcp-stdio' as const;
+  private readonly participant: string;
+  private readonly logger: ToolLogger;
+  private readonly initialMs: number;
+  private readonly maxMs: number;
+  private readonly graceMs: number;
+  private readonly listeners = new Set<() => void>();
+  private readonly connection: McpConnection;
+  private readonly where: CallWhere;
+  private state: State = 'idle';
+  private delay: number;
+  private upSince = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private current: ChildHandle | undefined;
+  private downReason = 'its process is not running';
+
+  constructor(private readonly options: McpStdioConnectorOptions) {
+    this.participant = options.participant;
+    this.logger = options.logger;
+    this.initialMs = options.restart?.initialMs ?? DEFAULT_RESTART_INITIAL_MS;
+    this.maxMs = options.restart?.maxMs ?? DEFAULT_RESTART_MAX_MS;
+    this.graceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+    this.delay = this.initialMs;
+    const redact = redactorOf(Object.values(options.env ?? {}));
+    this.where = {
+      participant: this.participant,
+      redact,
+      unavailableReason: () => (this.state === 'backoff' ? this.downReason : undefined),
+    };
+    this.connection = new McpConnection({
+      participant: this.participant,
+      logger: this.logger,
+      clientInfo: options.clientInfo,
+      connectTimeoutMs: options.connectTimeoutMs,
+      listTimeoutMs: options.listTimeoutMs,
+      probeTimeoutMs: PROBE_TIMEOUT_MS,
+      makeTransport: () => this.spawn(redact),
+      onToolsChanged: () => notifyToolsChanged(this.listeners, this.logger, this.participant),
+      onUnexpectedClose: () => this.fail(exitReason(this.current?.child())),
+      // What the SDK reports outside a request on stdio: a message that is JSON but not JSON-RPC, or stdout past the bound.
+      onTransportError: (error) =>
+        this.fail(
+          /ReadBuffer exceeded/.test(error.message)
+            ? 'flooded stdout past the message bound'
+            : 'wrote non-protocol output to stdout',
+        ),
+    });
+  }
+
+  private spawn(redact: Redactor): Transport {
+    const { options } = this;
+    const handle = childTransport({
+      participant: this.participant,
+      logger: this.logger,
+      redact,
+      command: options.command,
+      args: options.args,
+      cwd: options.cwd,
+      env: options.env,
+      maxBufferSize: options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES,
+      onNonProtocolOutput: () => {
+        if (this.current === handle) this.fail('wrote non-protocol output to stdout');
+      },
+    });
+    this.current = handle;
+    return handle.transport;
+  }
 
   /** The child went wrong: log it, stop it, and come back after the backoff. */
-  function fail(reason: string): void {
-    if (state === 'closed' || state === 'backoff') return;
-    if (upSince > 0 && Date.now() - upSince >= maxMs) delay = initialMs;
-    upSince = 0;
-    state = 'backoff';
-    downReason = `restarting: its process ${reason}`;
-    logger.warn(
+  private fail(reason: string): void {
+    if (this.state === 'closed' || this.state === 'backoff') return;
+    if (this.upSince > 0 && Date.now() - this.upSince >= this.maxMs) this.delay = this.initialMs;
+    this.upSince = 0;
+    this.state = 'backoff';
+    this.downReason = `restarting: its process ${reason}`;
+    const { participant, delay } = this;
+    this.logger.warn(
       { participant, restartInMs: delay },
       `Participant ${participant}'s process ${reason}; restarting in ${delay} ms`,
     );
-    const dying = current?.child();
-    void Promise.all([connection.reset(), terminate(dying, graceMs)]);
-    timer = setTimeout(() => void restart(), delay);
-    timer.unref();
-    delay = Math.min(delay * 2, maxMs);
+    const dying = this.current?.child();
+    void Promise.all([this.connection.reset(), terminate(dying, this.graceMs)]);
+    this.timer = setTimeout(() => void this.restart(), delay);
+    this.timer.unref();
+    this.delay = Math.min(delay * 2, this.maxMs);
   }
 
-  async function restart(): Promise<void> {
-    timer = undefined;
-    if (state !== 'backoff') return;
-    state = 'idle';
+  private async restart(): Promise<void> {
+    this.timer = undefined;
+    if (this.state !== 'backoff') return;
+    this.state = 'idle';
     try {
-      await connect();
-      logger.info({ participant }, `Participant ${participant}'s process restarted`);
+      await this.connect();
+      this.logger.info({ participant: this.participant }, `Participant ${this.participant}'s process restarted`);
     } catch {
-      if (state === 'idle') fail(startFailure(current?.child()));
+      if (this.state === 'idle') this.fail(startFailure(this.current?.child()));
     }
   }
 
-  async function connect(): Promise<void> {
-    await connection.ensure();
-    if (state === 'idle') {
-      state = 'running';
-      upSince = Date.now();
+  private async connect(): Promise<void> {
+    await this.connection.ensure();
+    if (this.state === 'idle') {
+      this.state = 'running';
+      this.upSince = Date.now();
     }
   }
 
   /** Calls go through only while the child is (or can at once be) up; during a backoff they fail now. */
-  async function ready(): Promise<void> {
-    if (state === 'closed') throw unavailable(participant, 'closed');
-    if (state === 'backoff') throw unavailable(participant, downReason);
-    if (!connection.isConnected) {
+  private async ready(): Promise<void> {
+    if (this.state === 'closed') throw unavailable(this.participant, 'closed');
+    if (this.state === 'backoff') throw unavailable(this.participant, this.downReason);
+    if (!this.connection.isConnected) {
       try {
-        await connect();
+        await this.connect();
       } catch (error) {
-        if (state === 'idle') fail(startFailure(current?.child()));
-        throw connection.asThrown(error);
+        if (this.state === 'idle') this.fail(startFailure(this.current?.child()));
+        throw this.connection.asThrown(error);
       }
     }
   }
 
-  const where = { participant, redact, unavailableReason: () => (state === 'backoff' ? downReason : undefined) };
+  start(): Promise<void> {
+    return this.ready();
+  }
 
-  return {
-    transport: 'mcp-stdio',
-    start: () => ready(),
-    async listTools() {
-      await ready();
-      return listThrough(connection, where);
-    },
-    async call(upstreamName: string, args: Record<string, unknown>, callOptions: UpstreamCallOptions) {
-      await ready();
-      return callThrough(connection, { tool: upstreamName, args, options: callOptions }, where);
-    },
-    onToolsChanged(listener: () => void): void {
-      listeners.add(listener);
-    },
-    info: (): UpstreamInfo => connection.info(),
-    async close(): Promise<void> {
-      if (state === 'closed') return;
-      state = 'closed';
-      if (timer) clearTimeout(timer);
-      const child = current?.child();
-      await Promise.all([terminate(child, graceMs), connection.close()]);
-      await terminate(current?.child(), graceMs);
-    },
-  };
+  async listTools(): Promise<UpstreamTool[]> {
+    await this.ready();
+    return listThrough(this.connection, this.where);
+  }
+
+  async call(upstreamName: string, args: Record<string, unknown>, callOptions: UpstreamCallOptions) {
+    await this.ready();
+    return callThrough(this.connection, { tool: upstreamName, args, options: callOptions }, this.where);
+  }
+
+  onToolsChanged(listener: () => void): void {
+    this.listeners.add(listener);
+  }
+
+  info(): UpstreamInfo {
+    return this.connection.info();
+  }
+
+  async close(): Promise<void> {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    if (this.timer) clearTimeout(this.timer);
+    const child = this.current?.child();
+    await Promise.all([terminate(child, this.graceMs), this.connection.close()]);
+    await terminate(this.current?.child(), this.graceMs);
+  }
 }
 
 /** Why a start failed: how the child ended when it did (before or during the handshake). */

@@ -21,7 +21,7 @@ import type { ChildProcess } from 'node:child_process';
 import type { Readable } from 'node:stream';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { ToolLogger } from '../core/tool-interface';
-import { type Redactor, truncate } from './mcp-errors';
+import { type Redactor, truncate } from './redaction';
 
 export interface ChildSpec {
   participant: string;

@@ -2,15 +2,16 @@
  * What an MCP upstream's tools/list and tools/call give, in the shapes of the
  * participant contract (upstream.ts): a listed tool becomes an UpstreamTool,
  * a call result becomes an UpstreamCallResult whose error message is safe
- * (mcp-errors.ts redacts what the participant sends).
+ * (redaction.ts redacts what the participant sends).
  */
 import type { CallToolResult, Tool } from '@modelcontextprotocol/client';
+import { isRecord } from '../core/tool-module';
 import type { UpstreamCallResult, UpstreamTool } from './upstream';
 import { defaultMcpLevel } from './action-names';
-import { type Redactor, redactDeep, truncate } from './mcp-errors';
+import { type Redactor, redactDeep, truncate } from './redaction';
 
 function objectSchema(schema: unknown): Record<string, unknown> {
-  const s = schema !== null && typeof schema === 'object' && !Array.isArray(schema) ? { ...schema } : {};
+  const s = isRecord(schema) ? { ...schema } : {};
   return { ...s, type: 'object' };
 }
 

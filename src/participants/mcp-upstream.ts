@@ -13,12 +13,11 @@
 import { StreamableHTTPClientTransport, type FetchLike, type Implementation } from '@modelcontextprotocol/client';
 import { canonicalJson, sha256Hex } from '../core/canonical-json';
 import type { ToolLogger } from '../core/tool-interface';
-import { callThrough, listThrough } from './mcp-calls';
+import { callThrough, type CallWhere, listThrough, notifyToolsChanged } from './mcp-calls';
 import { McpConnection } from './mcp-connection';
-import { redactorOf } from './mcp-errors';
-import type { UpstreamCallOptions, UpstreamConnector, UpstreamInfo } from './upstream';
+import { type Redactor, redactorOf } from './redaction';
+import type { UpstreamCallOptions, UpstreamConnector, UpstreamInfo, UpstreamTool } from './upstream';
 
-export { UpstreamTimeoutError } from './mcp-errors';
 export { createMcpStdioConnector, type McpStdioConnectorOptions } from './mcp-stdio-connector';
 
 export interface McpHttpConnectorOptions {
@@ -45,25 +44,47 @@ function headerDigest(headers: Record<string, string>): string {
 }
 
 export function createMcpHttpConnector(options: McpHttpConnectorOptions): UpstreamConnector {
-  const { participant, logger } = options;
-  const url = new URL(options.url);
-  const listeners = new Set<() => void>();
-  const perOwner = new Map<string, McpConnection>();
-  const maxPerOwner = options.maxCredentialConnections ?? DEFAULT_MAX_CREDENTIAL_CONNECTIONS;
-  // Every header value sent upstream, the participant's and any owner's seen so far, is kept out of messages.
-  const secrets = new Set<string>(Object.values(options.headers ?? {}));
-  let redact = redactorOf(secrets);
-  const noteSecrets = (headers: Record<string, string>): void => {
-    const before = secrets.size;
-    for (const v of Object.values(headers)) secrets.add(v);
-    if (secrets.size !== before) redact = redactorOf(secrets);
-  };
-  const where = { participant, redact: (t: string) => redact(t) };
+  return new McpHttpConnector(options);
+}
 
-  const connectionFor = (headers: Record<string, string>, onToolsChanged?: () => void): McpConnection =>
-    new McpConnection({
-      participant,
-      logger,
+class McpHttpConnector implements UpstreamConnector {
+  readonly transport = 'mcp-http' as const;
+  private readonly url: URL;
+  private readonly listeners = new Set<() => void>();
+  /** Connections of per-owner header sets, least recently used first. */
+  private readonly perOwner = new Map<string, McpConnection>();
+  private readonly maxPerOwner: number;
+  // Every header value sent upstream, the participant's and any owner's seen so far, is kept out of messages.
+  private readonly secrets: Set<string>;
+  private redact: Redactor;
+  private readonly where: CallWhere;
+  private readonly main: McpConnection;
+  private readonly mainDigest: string;
+
+  constructor(private readonly options: McpHttpConnectorOptions) {
+    const { participant, logger } = options;
+    this.url = new URL(options.url);
+    this.maxPerOwner = options.maxCredentialConnections ?? DEFAULT_MAX_CREDENTIAL_CONNECTIONS;
+    this.secrets = new Set(Object.values(options.headers ?? {}));
+    this.redact = redactorOf(this.secrets);
+    this.where = { participant, redact: (t: string) => this.redact(t) };
+    this.main = this.connectionFor(options.headers ?? {}, () =>
+      notifyToolsChanged(this.listeners, logger, participant),
+    );
+    this.mainDigest = headerDigest(options.headers ?? {});
+  }
+
+  private noteSecrets(headers: Record<string, string>): void {
+    const before = this.secrets.size;
+    for (const v of Object.values(headers)) this.secrets.add(v);
+    if (this.secrets.size !== before) this.redact = redactorOf(this.secrets);
+  }
+
+  private connectionFor(headers: Record<string, string>, onToolsChanged?: () => void): McpConnection {
+    const { options, url } = this;
+    return new McpConnection({
+      participant: options.participant,
+      logger: options.logger,
       clientInfo: options.clientInfo,
       connectTimeoutMs: options.connectTimeoutMs,
       listTimeoutMs: options.listTimeoutMs,
@@ -81,58 +102,57 @@ export function createMcpHttpConnector(options: McpHttpConnectorOptions): Upstre
           },
         }),
     });
+  }
 
-  const main = connectionFor(options.headers ?? {}, () => {
-    for (const l of listeners) {
-      try {
-        l();
-      } catch (error) {
-        logger.warn({ participant, err: String((error as Error)?.name) }, 'tools-changed listener threw');
-      }
-    }
-  });
-  const mainDigest = headerDigest(options.headers ?? {});
-
-  const connectionForCall = (headers: Record<string, string> | undefined): McpConnection => {
-    if (headers === undefined) return main;
+  /** The participant's connection, or the one of this header set (made, or the most recently used again). */
+  private connectionForCall(headers: Record<string, string> | undefined): McpConnection {
+    if (headers === undefined) return this.main;
     const digest = headerDigest(headers);
-    if (digest === mainDigest) return main;
-    noteSecrets(headers);
-    let connection = perOwner.get(digest);
+    if (digest === this.mainDigest) return this.main;
+    this.noteSecrets(headers);
+    let connection = this.perOwner.get(digest);
     if (connection) {
-      perOwner.delete(digest); // re-inserted last: most recently used
+      this.perOwner.delete(digest); // re-inserted last: most recently used
     } else {
-      connection = connectionFor(headers);
-      if (perOwner.size >= maxPerOwner) {
-        const [oldest, evicted] = perOwner.entries().next().value as [string, McpConnection];
-        perOwner.delete(oldest);
+      connection = this.connectionFor(headers);
+      if (this.perOwner.size >= this.maxPerOwner) {
+        const [oldest, evicted] = this.perOwner.entries().next().value as [string, McpConnection];
+        this.perOwner.delete(oldest);
         void evicted.close();
       }
     }
-    perOwner.set(digest, connection);
+    this.perOwner.set(digest, connection);
     return connection;
-  };
+  }
 
-  return {
-    transport: 'mcp-http',
-    async start(): Promise<void> {
-      try {
-        await main.ensure();
-      } catch (error) {
-        throw main.asThrown(error);
-      }
-    },
-    listTools: () => listThrough(main, where),
-    call: (upstreamName: string, args: Record<string, unknown>, callOptions: UpstreamCallOptions) =>
-      callThrough(connectionForCall(callOptions.headers), { tool: upstreamName, args, options: callOptions }, where),
-    onToolsChanged(listener: () => void): void {
-      listeners.add(listener);
-    },
-    info: (): UpstreamInfo => main.info(),
-    async close(): Promise<void> {
-      const all = [main, ...perOwner.values()];
-      perOwner.clear();
-      await Promise.all(all.map((c) => c.close()));
-    },
-  };
+  async start(): Promise<void> {
+    try {
+      await this.main.ensure();
+    } catch (error) {
+      throw this.main.asThrown(error);
+    }
+  }
+
+  listTools(): Promise<UpstreamTool[]> {
+    return listThrough(this.main, this.where);
+  }
+
+  call(upstreamName: string, args: Record<string, unknown>, callOptions: UpstreamCallOptions) {
+    const connection = this.connectionForCall(callOptions.headers);
+    return callThrough(connection, { tool: upstreamName, args, options: callOptions }, this.where);
+  }
+
+  onToolsChanged(listener: () => void): void {
+    this.listeners.add(listener);
+  }
+
+  info(): UpstreamInfo {
+    return this.main.info();
+  }
+
+  async close(): Promise<void> {
+    const all = [this.main, ...this.perOwner.values()];
+    this.perOwner.clear();
+    await Promise.all(all.map((c) => c.close()));
+  }
 }

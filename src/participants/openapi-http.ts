@@ -5,22 +5,13 @@
  * (UpstreamTimeoutError) or "the caller cancelled". The messages name the
  * participant and the operation only: never a URL's query, a header or a body.
  */
-import { ParticipantCallError } from '../core/tool-module';
-import { UpstreamUnavailableError } from './upstream';
+import { UpstreamTimeoutError, UpstreamUnavailableError } from './upstream';
 
 /** The document is not one we can use; the message is safe to show (the service answers 400 validation_failed). */
 export class OpenApiDocumentError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'OpenApiDocumentError';
-  }
-}
-
-/** The call outlived its timeout; the request was aborted upstream. The service answers `tool_error`. */
-export class UpstreamTimeoutError extends ParticipantCallError {
-  constructor(message: string, options?: ErrorOptions) {
-    super(message, options);
-    this.name = 'UpstreamTimeoutError';
   }
 }
 

@@ -20,7 +20,7 @@ import type {
   UpstreamTool,
 } from './upstream';
 
-export { OpenApiDocumentError, UpstreamTimeoutError } from './openapi-http';
+export { OpenApiDocumentError } from './openapi-http';
 
 export interface OpenApiConnectorOptions {
   participant: string;
@@ -40,6 +40,28 @@ export interface OpenApiConnectorOptions {
 /** Loading a document is one GET; longer than this and the upstream is taken as unavailable. */
 export const DEFAULT_LOAD_TIMEOUT_MS = 10_000;
 
+interface Loaded {
+  document: OpenApiDocument;
+  operations: Map<string, OpenApiOperation>;
+}
+
+/** The document, loaded (or taken as given) and read into its operations; one left out is logged with why. */
+async function loadOperations(options: OpenApiConnectorOptions, fetchFn: typeof fetch): Promise<Loaded> {
+  const document = await loadOpenApiDocument({
+    participant: options.participant,
+    spec: options.spec,
+    specUrl: options.specUrl,
+    baseUrl: options.baseUrl,
+    headers: options.headers,
+    fetch: fetchFn,
+    timeoutMs: options.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS,
+  });
+  const read = readOperations(document, ({ operation, reason }) =>
+    options.logger.warn({ participant: options.participant, operation, reason }, 'OpenAPI operation left out'),
+  );
+  return { document, operations: new Map(read.map((op) => [op.upstreamName, op])) };
+}
+
 export function createOpenApiConnector(options: OpenApiConnectorOptions): UpstreamConnector {
   const fetchFn = options.fetch ?? fetch;
   let document: OpenApiDocument | undefined;
@@ -48,19 +70,7 @@ export function createOpenApiConnector(options: OpenApiConnectorOptions): Upstre
   let fresh = false;
 
   async function load(): Promise<OpenApiDocument> {
-    document = await loadOpenApiDocument({
-      participant: options.participant,
-      spec: options.spec,
-      specUrl: options.specUrl,
-      baseUrl: options.baseUrl,
-      headers: options.headers,
-      fetch: fetchFn,
-      timeoutMs: options.loadTimeoutMs ?? DEFAULT_LOAD_TIMEOUT_MS,
-    });
-    const read = readOperations(document, ({ operation, reason }) =>
-      options.logger.warn({ participant: options.participant, operation, reason }, 'OpenAPI operation left out'),
-    );
-    operations = new Map(read.map((op) => [op.upstreamName, op]));
+    ({ document, operations } = await loadOperations(options, fetchFn));
     return document;
   }
 

@@ -6,13 +6,15 @@
  * the next use, so an upstream that comes back is reached again without a
  * restart of the service.
  */
-import { ParticipantCallError, ParticipantUnavailableError } from '../core/tool-module';
+import { ParticipantCallError, ParticipantUnavailableError } from '../core/remote-action';
 import type { ToolLogger } from '../core/tool-interface';
 import type { CallOutcome, ParticipantMetrics } from '../observability/participant-metrics';
 import { CircuitBreaker } from './circuit-breaker';
+import { truncate } from './redaction';
 import type { ParticipantStatus } from './participant-records';
 import type { ParticipantCaller } from './participant-tools';
 import {
+  UpstreamTimeoutError,
   UpstreamUnavailableError,
   type UpstreamCallResult,
   type UpstreamConnector,
@@ -33,12 +35,7 @@ export interface RuntimeOptions {
 
 /** A message safe to show and store: the error's own text, which connectors keep free of secrets, bounded. */
 function safeMessage(err: unknown): string {
-  const text = err instanceof Error ? err.message : String(err);
-  return text.length > 300 ? `${text.slice(0, 300)}…` : text;
-}
-
-function isTimeout(err: unknown): boolean {
-  return err instanceof Error && err.name === 'UpstreamTimeoutError';
+  return truncate(err instanceof Error ? err.message : String(err), 300);
 }
 
 export class ParticipantRuntime implements ParticipantCaller {
@@ -116,7 +113,7 @@ export class ParticipantRuntime implements ParticipantCaller {
           { cause: err },
         );
       }
-      if (isTimeout(err)) {
+      if (err instanceof UpstreamTimeoutError) {
         outcome = 'timeout';
         throw new ParticipantCallError(
           `Participant ${this.opts.participant} did not answer ${upstreamName} within ${options.timeoutMs} ms`,

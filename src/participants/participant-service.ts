@@ -15,6 +15,7 @@ import type { AuditEvent } from '../core/ports';
 import type { CredentialCache } from './participant-credentials';
 import type { ParticipantLive } from './participant-live';
 import { approve } from './participant-pinning';
+import { keeps } from './participant-tools';
 import type { NewParticipant, ParticipantRecord, ParticipantSecrets, ParticipantStore } from './participant-records';
 import {
   applyPatch,
@@ -162,17 +163,18 @@ export class ParticipantService {
   async action(p: Principal, name: string, action: string): Promise<ActionDefinitionView> {
     requireAdmin(p, "read participants' action definitions");
     const record = await this.record(name);
-    const found = (await this.deps.store.actions(name)).find((a) => a.action === action);
+    const found = (await this.deps.store.actions(name)).find((a) => a.action === action && keeps(record, a));
     if (!found) throw new AppError('not_found', `Participant ${name} has no action ${action}`);
     return actionDefinitionView(record, found);
   }
 
   async approve(p: Principal, name: string, action: string, requestId: string): Promise<ActionDefinitionView> {
     requireAdmin(p, 'approve definitions');
-    await this.record(name);
+    const record = await this.record(name);
     let missing = true;
     await this.deps.store.updateActions(name, (current) => {
-      missing = !current.some((a) => a.action === action);
+      missing = !current.some((a) => a.action === action && keeps(record, a));
+      if (missing) return { actions: current, changed: false, result: undefined };
       const actions = current.map((a) => (a.action === action ? (approve(a) ?? a) : a));
       const changed = actions.some((a, i) => a !== current[i]);
       return { actions, changed, result: undefined };

@@ -13,13 +13,8 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { compareNames, providerName, qualifiedName } from '../core/naming';
-import {
-  ParticipantCallError,
-  type LoadedAction,
-  type LoadedTool,
-  type ParseArgsResult,
-  type RunCall,
-} from '../core/tool-module';
+import { ParticipantCallError, type RunCall } from '../core/remote-action';
+import type { LoadedAction, LoadedTool, ParseArgsResult } from '../core/tool-module';
 import type { ToolLogger } from '../core/tool-interface';
 import type { ActionRecord, Level, ParticipantRecord } from './participant-records';
 import type { UpstreamCallResult, UpstreamTool } from './upstream';

@@ -5,7 +5,7 @@
  * replica's own, live, when it runs the participant.
  */
 import type { ActionRecord, ParticipantRecord, ParticipantSecrets, ParticipantStatus } from './participant-records';
-import { levelOf } from './participant-tools';
+import { keeps, levelOf } from './participant-tools';
 import type { TParticipantBody } from './participant-validation';
 import type { UpstreamInfo } from './upstream';
 
@@ -93,13 +93,16 @@ export function participantView(
     protocolVersion: live?.info.protocolVersion ?? record.protocolVersion,
     serverInfo: live?.info.serverInfo ?? record.serverInfo,
     refreshedAt: record.refreshedAt,
-    actions: actions.map((a) => ({
-      name: a.action,
-      upstreamName: a.upstreamName,
-      level: levelOf(record, a),
-      status: a.status,
-      definitionDigest: a.pinnedDigest,
-    })),
+    // Only what the participant serves: an upstream tool include/exclude leave out is no action of it (as in /tools).
+    actions: actions
+      .filter((a) => keeps(record, a))
+      .map((a) => ({
+        name: a.action,
+        upstreamName: a.upstreamName,
+        level: levelOf(record, a),
+        status: a.status,
+        definitionDigest: a.pinnedDigest,
+      })),
     createdAt: record.createdAt,
     updatedAt: record.updatedAt,
   };

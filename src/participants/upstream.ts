@@ -6,6 +6,7 @@
  * the registry and calls through it, wrapped in its circuit breaker. A
  * connector knows nothing of conversations, levels or the database.
  */
+import { ParticipantCallError } from '../core/remote-action';
 
 export type ParticipantTransport = 'mcp-http' | 'mcp-stdio' | 'openapi';
 
@@ -53,6 +54,14 @@ export class UpstreamUnavailableError extends Error {
   constructor(message: string, options?: ErrorOptions) {
     super(message, options);
     this.name = 'UpstreamUnavailableError';
+  }
+}
+
+/** A call past its timeout (or given up by its caller): cancelled upstream; the service answers tool_error. */
+export class UpstreamTimeoutError extends ParticipantCallError {
+  constructor(message: string, options?: ErrorOptions) {
+    super(message, options);
+    this.name = 'UpstreamTimeoutError';
   }
 }
 

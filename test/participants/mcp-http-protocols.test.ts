@@ -4,7 +4,8 @@
  * v1) that forgets its sessions; per-owner header sets on connections of
  * their own.
  */
-import { createMcpHttpConnector, UpstreamTimeoutError } from '../../src/participants/mcp-upstream';
+import { createMcpHttpConnector } from '../../src/participants/mcp-upstream';
+import { UpstreamTimeoutError } from '../../src/participants/upstream';
 import { waitFor } from '../support/poll';
 import {
   type LegacyUpstream,

@@ -3,8 +3,12 @@
  * Streamable HTTP (a 2025-era server on the v1 SDK), started from
  * node_modules on a free port.
  */
-import { createMcpHttpConnector, UpstreamTimeoutError } from '../../src/participants/mcp-upstream';
-import { type UpstreamConnector, UpstreamUnavailableError } from '../../src/participants/upstream';
+import { createMcpHttpConnector } from '../../src/participants/mcp-upstream';
+import {
+  type UpstreamConnector,
+  UpstreamTimeoutError,
+  UpstreamUnavailableError,
+} from '../../src/participants/upstream';
 import { freePort } from '../support/free-port';
 import { memoryLogger, type RunningUpstream, startEverythingHttp } from './support/upstreams';
 

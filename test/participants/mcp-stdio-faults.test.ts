@@ -6,12 +6,12 @@
  * environment echoed back never reach a message or the log.
  */
 import { join } from 'node:path';
+import { createMcpStdioConnector, type McpStdioConnectorOptions } from '../../src/participants/mcp-upstream';
 import {
-  createMcpStdioConnector,
-  type McpStdioConnectorOptions,
+  type UpstreamConnector,
   UpstreamTimeoutError,
-} from '../../src/participants/mcp-upstream';
-import { type UpstreamConnector, UpstreamUnavailableError } from '../../src/participants/upstream';
+  UpstreamUnavailableError,
+} from '../../src/participants/upstream';
 import { waitFor } from '../support/poll';
 import { FIXTURES, isGone, memoryLogger } from './support/upstreams';
 

@@ -6,8 +6,8 @@
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createMcpStdioConnector, UpstreamTimeoutError } from '../../src/participants/mcp-upstream';
-import type { UpstreamConnector } from '../../src/participants/upstream';
+import { createMcpStdioConnector } from '../../src/participants/mcp-upstream';
+import { type UpstreamConnector, UpstreamTimeoutError } from '../../src/participants/upstream';
 import { EVERYTHING_ENTRY, FIXTURES, MEMORY_ENTRY, memoryLogger } from './support/upstreams';
 
 jest.setTimeout(60_000);

@@ -3,13 +3,13 @@
  * described by a 3.0 and a 3.1 document, given inline and by specUrl.
  */
 import { stringify as toYaml } from 'yaml';
-import {
-  createOpenApiConnector,
-  UpstreamTimeoutError,
-  type OpenApiConnectorOptions,
-} from '../../src/participants/openapi-upstream';
+import { createOpenApiConnector, type OpenApiConnectorOptions } from '../../src/participants/openapi-upstream';
 import { createGuardedFetch, type GuardedFetch } from '../../src/participants/address-rules';
-import { UpstreamUnavailableError, type UpstreamConnector } from '../../src/participants/upstream';
+import {
+  UpstreamTimeoutError,
+  UpstreamUnavailableError,
+  type UpstreamConnector,
+} from '../../src/participants/upstream';
 import { petsDocument30, petsDocument31, refusedUrl, startPetsApi, type PetsApi } from './openapi-fixtures';
 
 const warnings: object[] = [];

@@ -169,6 +169,27 @@ describe('an mcp-http participant', () => {
   });
 });
 
+describe('a participant with include and exclude', () => {
+  it('shows only the actions it serves, as /tools does', async () => {
+    const name = `picked-${Date.now().toString(36)}`;
+    const res = await register(httpBody(name, { include: ['echo', 'get-sum'], exclude: ['get-sum'] }));
+    expect(res.status).toBe(201);
+    const served = ['echo'];
+    const names = (body: Record<string, unknown>) =>
+      (body.actions as Array<{ name: string }>).map((a) => a.name).sort();
+    expect(names(res.body)).toEqual(served);
+    expect(names((await admin().get(`/participants/${name}`).expect(200)).body)).toEqual(served);
+    const listed = (await admin().get('/participants').expect(200)).body.participants as Array<Record<string, unknown>>;
+    expect(names(listed.find((p) => p.name === name)!)).toEqual(served);
+    const tool = await admin().get(`/tools/${name}`).expect(200);
+    expect((tool.body.actions as Array<{ name: string }>).map((a) => a.name).sort()).toEqual(served);
+    // An upstream tool left out is no action of the participant's.
+    expect((await admin().get(`/participants/${name}/actions/get-sum`)).status).toBe(404);
+    expect((await admin().get(`/participants/${name}/actions/echo`)).status).toBe(200);
+    await admin().delete(`/participants/${name}`).expect(204);
+  });
+});
+
 describe('registration refusals', () => {
   it('409 for a name any tool or participant has', async () => {
     expect((await register(httpBody('data-tool'))).status).toBe(409);

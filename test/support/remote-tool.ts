@@ -14,12 +14,10 @@ import type { Level } from '../../src/core/tool-interface';
 import {
   ParticipantCallError,
   ParticipantUnavailableError,
-  isRecord,
-  type LoadedAction,
-  type LoadedTool,
   type RemoteActionInfo,
   type RunCall,
-} from '../../src/core/tool-module';
+} from '../../src/core/remote-action';
+import { isRecord, type LoadedAction, type LoadedTool } from '../../src/core/tool-module';
 import type { ToolRegistry } from '../../src/core/tool-registry';
 
 export interface UpstreamCall {

@@ -1,4 +1,4 @@
-import { ParticipantUnavailableError } from '../../src/core/tool-module';
+import { ParticipantUnavailableError } from '../../src/core/remote-action';
 import { CircuitBreaker, type CircuitState, backoffMs } from '../../src/participants/circuit-breaker';
 
 class Down extends Error {}

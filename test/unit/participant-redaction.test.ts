@@ -4,7 +4,7 @@
  * longest first, and values too short to tell from ordinary text left alone.
  */
 import fc from 'fast-check';
-import { redactDeep, redactorOf } from '../../src/participants/mcp-errors';
+import { redactDeep, redactorOf } from '../../src/participants/redaction';
 
 describe('redactorOf', () => {
   const redact = redactorOf(['Bearer tok-12345678', 'p@ss word/+=', 'on']);

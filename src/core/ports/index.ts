@@ -5,7 +5,7 @@
  * adapter that made it can use, and no port carries SQL.
  */
 import type { NegotiateRequest, NegotiationResult } from '../negotiation';
-import type { RemoteActionInfo } from '../tool-module';
+import type { RemoteActionInfo } from '../remote-action';
 import type { IdempotencyStore } from './idempotency';
 import type { ConversationStore, DecisionStore, KeyStore, PermissionStore, ResourceStore } from './stores';
 import type { UnitsOfWork } from './units';

@@ -79,9 +79,12 @@ export function stopChild(child: ChildProcess): Promise<void> {
   });
 }
 
-/** server-everything over Streamable HTTP (a 2025-era server, SDK 1.x) on a free port: PORT is how it takes one. */
-export async function startEverythingHttp(): Promise<RunningUpstream> {
-  const port = await freePort();
+/**
+ * server-everything over Streamable HTTP (a 2025-era server, SDK 1.x) on a
+ * free port, or on `port` (to restart it where it was): PORT is how it takes one.
+ */
+export async function startEverythingHttp(port?: number): Promise<RunningUpstream> {
+  port ??= await freePort();
   const child = spawn(process.execPath, [EVERYTHING_ENTRY, 'streamableHttp'], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', PORT: String(port) },
