@@ -131,7 +131,7 @@ export class WebhookOutbox {
 
   /** Past the request's timeout, with room for the settling write. */
   private get leaseMs(): number {
-    return this.opts.timeoutMs * 2 + 5 * SECOND;
+    return this.opts.timeoutMs * 2 + SECOND;
   }
 
   private async deliver(d: ClaimedDelivery): Promise<void> {
