@@ -36,9 +36,7 @@ export interface CreateWebhookBody {
    */
   url: string;
   /**
-   * The event types to receive (GET /events lists them); at least one.
-   * @minItems 1
-   * @maxItems 10
+   * The event types to receive (those of GET /events), at least one; an unknown one is a 400 naming `events`.
    */
   events: string[];
   /** Only this conversation's events (one the caller owns; admins: any); absent: every conversation the caller sees. */

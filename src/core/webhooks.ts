@@ -51,6 +51,8 @@ export interface WebhookServiceDeps {
 const LIST_LIMIT = 1000;
 const DELIVERIES_SHOWN = 100;
 const SECRET_BYTES = 24;
+/** Entries of `events` read at most (there are ten types; repeats are dropped). */
+const MAX_EVENT_ENTRIES = 100;
 
 export function newWebhookSecret(): string {
   return `whsec_${randomBytes(SECRET_BYTES).toString('base64')}`;
@@ -67,6 +69,7 @@ function invalid(path: string, message: string): AppError {
 
 export function checkEventTypes(events: string[]): EventType[] {
   if (events.length === 0) throw invalid('events', 'must name at least one event type');
+  if (events.length > MAX_EVENT_ENTRIES) throw invalid('events', `at most ${MAX_EVENT_ENTRIES} entries`);
   const known = new Set<string>(EVENT_TYPES);
   const unknown = events.filter((e) => !known.has(e));
   if (unknown.length > 0) {
