@@ -145,3 +145,56 @@ describe('two replicas on one database', () => {
     }
   });
 });
+
+describe('a hook failing past its limit', () => {
+  let t: TestApp;
+  let base: string;
+  let server: Awaited<ReturnType<typeof listen>>['server'] | undefined;
+
+  beforeAll(async () => {
+    // No grace: the first failure disables the hook.
+    t = await createTestApp({}, { webhooks: { sweepMs: 50, retryScheduleMs: [50], disableAfterMs: 0 } });
+    ({ server, base } = await listen(t.app));
+  });
+
+  afterAll(async () => {
+    await stopListening(server);
+    await t?.close();
+  });
+
+  it('is disabled, and gets nothing more', async () => {
+    const alice = await mintKey(base, 'user', uniqueId('alice'));
+    const conv = uniqueId('disabled');
+    await createConversation(base, alice.token, conv);
+    const failing = `/${uniqueId('failing')}`;
+    const control = `/${uniqueId('control')}`;
+    receiver.answer(failing, 500);
+    const hooks: Record<string, string> = {};
+    for (const path of [failing, control]) {
+      const res = await request(base, alice.token)
+        .post('/webhooks')
+        .send({ url: receiver.url(path), events: ['resource.created'] })
+        .expect(201);
+      secrets.set(path, (res.body as { secret: string }).secret);
+      hooks[path] = (res.body as { id: string }).id;
+    }
+    await request(base, alice.token).put(`/conversations/${conv}/resources/a`).send({ data: 1 }).expect(201);
+    await receiver.waitForRequests(failing, 1);
+    await waitFor('the failing hook disabled', async () => {
+      const res = await request(base, alice.token).get('/webhooks').expect(200);
+      const hook = (res.body as { webhooks: { id: string; enabled: boolean }[] }).webhooks.find(
+        (h) => h.id === hooks[failing],
+      );
+      return hook?.enabled === false;
+    });
+    await request(base, alice.token).put(`/conversations/${conv}/resources/b`).send({ data: 1 }).expect(201);
+    // The control hook's second message comes from the same round that would have made the failing one's.
+    await receiver.waitForRequests(control, 2);
+    expect(receiver.of(failing)).toHaveLength(1);
+    const { rows } = await t.db.pool.query<{ n: number }>(
+      'SELECT count(*)::int AS n FROM webhook_deliveries WHERE webhook_id = $1',
+      [hooks[failing]],
+    );
+    expect(rows[0]!.n).toBe(1);
+  });
+});

@@ -19,6 +19,7 @@ import {
   mintKey,
   stopListening,
 } from '../support/identity';
+import { waitFor } from '../support/poll';
 import { type TestApp, createTestApp } from '../support/test-app';
 import { type Received, type WebhookReceiver, startReceiver, verified } from '../support/webhook-receiver';
 
@@ -233,5 +234,31 @@ describe('deliveries', () => {
       [1, 'failed', 500],
     ]);
     expect(log[0]).toEqual(expect.objectContaining({ type: 'resource.created', eventId: expect.any(Number) }));
+  });
+
+  it('gives a message up after the last retry of the schedule, each attempt logged', async () => {
+    const path = `/${uniqueId('down')}`;
+    receiver.answer(path, 500, 500, 500, 500, 500);
+    const { hook } = await createHook(alice.token, { events: ['resource.created'] }, path);
+    await writeResource(alice.token, aliceConv).expect(201);
+    await receiver.waitForRequests(path, 4);
+    await waitFor('the message given up', async () => {
+      const { rows } = await t.db.pool.query<{ status: string }>(
+        'SELECT status FROM webhook_deliveries WHERE webhook_id = $1',
+        [hook.id],
+      );
+      return rows[0]?.status === 'failed';
+    });
+    const log = (await request(base, alice.token).get(`/webhooks/${hook.id}/deliveries`).expect(200)).body
+      .deliveries as { attempt: number; status: string; error?: string }[];
+    expect(log.map((d) => [d.attempt, d.status])).toEqual([
+      [4, 'failed'],
+      [3, 'failed'],
+      [2, 'failed'],
+      [1, 'failed'],
+    ]);
+    expect(log[0]!.error).toBe('the receiver answered 500');
+    // Given up: no fifth attempt (the first retry schedule has three retries).
+    expect(receiver.of(path)).toHaveLength(4);
   });
 });
