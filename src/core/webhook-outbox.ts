@@ -46,6 +46,11 @@ export interface WebhookOutboxOptions {
   close?: () => Promise<void>;
 }
 
+/** The delivery log and settled messages are kept this long (the log shows the last 100 attempts). */
+const KEEP_MS = 7 * 24 * HOUR;
+/** How often a replica prunes them (any replica may: the deletes are idempotent). */
+const PRUNE_EVERY_MS = HOUR;
+
 /** Messages sent at once by one replica. */
 const CONCURRENCY = 16;
 /** Events read per hook per fan-out. */
@@ -56,6 +61,7 @@ export class WebhookOutbox {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private again = false;
+  private lastPrune = 0;
   private closed = false;
   private readonly inFlight = new Set<Promise<void>>();
   /** Aborts the sends in flight at close: their leases lapse and another attempt is made later. */
@@ -110,6 +116,10 @@ export class WebhookOutbox {
   }
 
   private async round(): Promise<void> {
+    if (Date.now() - this.lastPrune >= PRUNE_EVERY_MS) {
+      this.lastPrune = Date.now();
+      await this.opts.store.prune(KEEP_MS);
+    }
     while (
       !this.closed &&
       (await this.opts.store.fanOut((hook, events) => events.filter((e) => wants(hook, e)), PAGE)) > 0

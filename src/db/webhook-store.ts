@@ -205,6 +205,20 @@ export class SqlWebhookStore implements WebhookStore {
     }));
   }
 
+  async prune(olderThanMs: number): Promise<number> {
+    const { rows } = await translated(
+      this.pool.query<{ n: number }>(
+        `WITH horizon AS (SELECT now() - make_interval(secs => $1::double precision / 1000) AS t),
+         settled AS (
+           DELETE FROM webhook_deliveries WHERE status <> 'pending' AND created_at < (SELECT t FROM horizon) RETURNING 1),
+         logged AS (DELETE FROM webhook_attempts WHERE at < (SELECT t FROM horizon) RETURNING 1)
+         SELECT (SELECT count(*) FROM settled)::int + (SELECT count(*) FROM logged)::int AS n`,
+        [olderThanMs],
+      ),
+    );
+    return rows[0]?.n ?? 0;
+  }
+
   async settle(
     d: ClaimedDelivery,
     outcome: AttemptOutcome,

@@ -83,6 +83,8 @@ export interface WebhookStore {
    * `retryInMs` (undefined: given up). A hook failing for `disableAfterMs`
    * is disabled.
    */
+  /** Forgets settled messages and logged attempts older than `olderThanMs`; how many rows. */
+  prune(olderThanMs: number): Promise<number>;
   settle(
     d: ClaimedDelivery,
     outcome: AttemptOutcome,
