@@ -143,15 +143,17 @@ export class SqlWebhookStore implements WebhookStore {
   ): Promise<number> {
     const hook = toWebhook(row);
     const filter = hookFilter(hook);
+    // A change made before the hook existed is not its business, even when numbered after its creation
+    // (the cursor starts at the head of that moment, and the sealer numbers what was pending a moment later).
     // The head first: an event numbered after this read has a greater id, so moving the cursor to it skips none.
     const { rows: heads } = await client.query<{ id: string }>('SELECT coalesce(max(id), 0) AS id FROM events');
     const head = heads[0]!.id;
     const { rows } = await client.query<EventRow>(
       `SELECT ${EVENT_COLUMNS} FROM events
         WHERE id > $1 AND id <= $6 AND ($2::text IS NULL OR conversation_id = $2)
-          AND ($3::text IS NULL OR owner = $3 OR owner IS NULL) AND type = ANY($4::text[])
+          AND ($3::text IS NULL OR owner = $3 OR owner IS NULL) AND type = ANY($4::text[]) AND at >= $7
         ORDER BY id LIMIT $5`,
-      [row.cursor, filter.conversationId ?? null, filter.owner ?? null, hook.events, pageSize, head],
+      [row.cursor, filter.conversationId ?? null, filter.owner ?? null, hook.events, pageSize, head, row.created_at],
     );
     const events = rows.map(toEvent);
     const chosen = pick(hook, events);

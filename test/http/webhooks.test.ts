@@ -203,6 +203,25 @@ describe('deliveries', () => {
     expect(names).toEqual([name, second]);
   });
 
+  it('sends nothing of a change made before the hook existed, even one numbered after its creation', async () => {
+    const before = uniqueId('before');
+    const after = uniqueId('after');
+    // Holding the sealer's lock keeps the first change pending (unnumbered) until after the hook exists.
+    const sealing = await t.db.pool.connect();
+    let created: Awaited<ReturnType<typeof createHook>>;
+    try {
+      await sealing.query('SELECT pg_advisory_lock(1702261875)');
+      await writeResource(alice.token, aliceConv, before).expect(201);
+      created = await createHook(alice.token, { events: ['resource.created'], conversationId: aliceConv });
+    } finally {
+      await sealing.query('SELECT pg_advisory_unlock(1702261875)');
+      sealing.release();
+    }
+    await writeResource(alice.token, aliceConv, after).expect(201);
+    const [r] = await receiver.waitForRequests(created.path, 1);
+    expect((verified(r!, created.hook.secret) as { subject: { name: string } }).subject.name).toBe(after);
+  });
+
   it("a hook of one conversation gets only that conversation's events", async () => {
     const other = uniqueId('wh-alice2');
     await createConversation(base, alice.token, other);
