@@ -184,8 +184,11 @@ describe('deliveries', () => {
     const name = uniqueId('r');
     await writeResource(bob.token, bobConv).expect(201);
     await writeResource(alice.token, aliceConv, name).expect(201);
+    const answered = Date.now();
     await writeResource(alice.token, aliceConv, name).expect(200); // resource.updated: not asked for
     const [first] = await receiver.waitForRequests(path, 1);
+    // Reported, not asserted (API.md's bound is 1 s; the machine's load is not the code's).
+    console.log(`resource.created answered → webhook received: ${first!.at - answered} ms`);
     const body = verified(first!, hook.secret) as { type: string; conversationId: string; subject: { name: string } };
     expect(body).toEqual({
       type: 'resource.created',
