@@ -29,6 +29,13 @@ import { PROBLEM_STATUS, type ProblemCode } from './http/problem';
 import { openStores } from './db/stores';
 import { SqlParticipantStore } from './db/participant-store';
 import { Participants } from './participants/participants';
+import { addressRules } from './participants/participant-addresses';
+import { SecretBox, loadSecretsKey } from './participants/secrets';
+import { SqlWebhookStore } from './db/webhook-store';
+import { webhookSender } from './http/webhook-sender';
+import { WebhookService } from './core/webhooks';
+import { WebhookOutbox, type WebhookOutboxOptions } from './core/webhook-outbox';
+import type { SecretSealer } from './core/ports';
 import type { Logger } from './logger';
 import type { Services } from './services';
 import { Metrics } from './observability/metrics';
@@ -54,6 +61,7 @@ export function wireServices(
   registryOverrides: Pick<ToolRegistryOptions, 'debounceMs' | 'loadTimeoutMs' | 'isolateToolsDir'> = {},
   authOptions: AuthenticatorOptions = {},
   auditOptions: AuditStoreOptions = AUDIT_DEFAULTS,
+  webhookOptions: Pick<WebhookOutboxOptions, 'retryScheduleMs' | 'disableAfterMs' | 'sweepMs'> = {},
 ): Wired {
   const registry = new ToolRegistry({
     extraDir: config.toolsDir,
@@ -137,6 +145,7 @@ export function wireServices(
     metrics: metrics?.participants,
     config,
   });
+  const webhooks = wireWebhooks(config, logger, db, { access, audit, events, ...webhookOptions });
   const authenticator = new Authenticator(
     stores.keys,
     logger.child({ component: 'auth' }),
@@ -164,7 +173,55 @@ export function wireServices(
       audit,
       metrics,
       participants,
+      webhooks: webhooks.service,
+      webhookOutbox: webhooks.outbox,
     },
     registry,
+  };
+}
+
+/**
+ * Webhooks: their secrets sealed with the participants' key (SECRETS_KEY or
+ * DATA_DIR/secrets.key, whose fingerprint the participants check at start),
+ * their URLs under the participants' address rules, sent through a guarded
+ * fetch of their own.
+ */
+function wireWebhooks(
+  config: Config,
+  logger: Logger,
+  db: Database,
+  deps: { access: ConversationAccess; audit: AuditService; events: EventFeed } & Pick<
+    WebhookOutboxOptions,
+    'retryScheduleMs' | 'disableAfterMs' | 'sweepMs'
+  >,
+): { service: WebhookService; outbox: WebhookOutbox } {
+  let box: Promise<SecretBox> | undefined;
+  const openBox = (): Promise<SecretBox> => {
+    box ??= loadSecretsKey({
+      ...(config.secretsKey !== undefined ? { secretsKey: config.secretsKey } : {}),
+      dataDir: config.dataDir,
+    }).then(({ key }) => SecretBox.fromKey(key));
+    box.catch(() => (box = undefined));
+    return box;
+  };
+  const sealer: SecretSealer = {
+    seal: async (secret) => (await openBox()).seal(secret),
+    open: async (sealed) => (await openBox()).open<string>(sealed),
+  };
+  const rules = addressRules(config.participantAllowedHosts);
+  const store = new SqlWebhookStore(db.pool);
+  const { access, audit, events, ...options } = deps;
+  return {
+    service: new WebhookService({ store, access, audit, sealer, checkUrl: rules.check }),
+    outbox: new WebhookOutbox({
+      store,
+      feed: events,
+      sender: webhookSender(rules.fetch),
+      sealer,
+      logger: logger.child({ component: 'webhooks' }),
+      timeoutMs: config.webhookTimeoutMs,
+      close: () => rules.fetch.close(),
+      ...options,
+    }),
   };
 }

@@ -100,6 +100,8 @@ export const ZConfig = z.object({
   PARTICIPANT_REFRESH_SECONDS: z.coerce.number().int().min(0).max(86_400).default(300),
   /** Comma-separated hosts a participant may reach although they are link-local or cloud metadata addresses. */
   PARTICIPANT_ALLOWED_HOSTS: z.string().optional(),
+  /** A webhook delivery is a success when the receiver answers 2xx within this (Standard Webhooks: 15 s). */
+  WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
 });
 
 /** Settings whose values never appear in a message. */
@@ -146,6 +148,7 @@ export interface Config {
   participantRefreshSeconds: number;
   /** PARTICIPANT_ALLOWED_HOSTS, as listed. */
   participantAllowedHosts: string[];
+  webhookTimeoutMs: number;
 }
 
 const list = (v: string | undefined): string[] | undefined =>
@@ -263,5 +266,6 @@ function toConfig(c: TEnv): Config {
     secretsKey: c.SECRETS_KEY,
     participantRefreshSeconds: c.PARTICIPANT_REFRESH_SECONDS,
     participantAllowedHosts: allowedParticipantHosts(c.PARTICIPANT_ALLOWED_HOSTS),
+    webhookTimeoutMs: c.WEBHOOK_TIMEOUT_MS,
   };
 }

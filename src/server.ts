@@ -68,6 +68,8 @@ async function main(): Promise<void> {
     services.approvals.stopSweeper();
     // Participants' connections (stdio children too) end before the tools they serve.
     await services.participants.close();
+    // Sends in flight are cut short: their leases lapse and another replica (or the next start) sends them.
+    await services.webhookOutbox.close();
     await services.events.close();
     await registry.close();
     // Queued audit entries are written (and sealed) before the pool closes.
@@ -129,6 +131,8 @@ async function main(): Promise<void> {
   services.approvals.startSweeper();
   // Events are numbered and purged while nobody listens too (and resumed streams find them).
   services.events.hold();
+  // The webhooks' outbox: what was waiting (a restart after a crash too) is sent, then each new event within 1 s.
+  services.webhookOutbox.start().catch((err: unknown) => logger.error({ err }, 'The webhook outbox could not start'));
   // Another replica's tool-set change reaches this one (which reloads) even while no client listens.
   followToolSetChanges(services);
   started = true;

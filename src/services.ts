@@ -21,6 +21,8 @@ import type { Database } from './db/database';
 import type { Logger } from './logger';
 import type { Metrics } from './observability/metrics';
 import type { Participants } from './participants/participants';
+import type { WebhookService } from './core/webhooks';
+import type { WebhookOutbox } from './core/webhook-outbox';
 
 export interface Services {
   config: Config;
@@ -54,4 +56,8 @@ export interface Services {
   metrics: Metrics | undefined;
   /** Remote tools (API.md, Participants): `service` for REST; start() after migrations, close() at shutdown. */
   participants: Participants;
+  /** REST: POST/GET/DELETE /webhooks and their delivery log. */
+  webhooks: WebhookService;
+  /** The durable outbox's dispatcher: start() once migrated (the entry file), close() at shutdown. */
+  webhookOutbox: WebhookOutbox;
 }

@@ -27,7 +27,8 @@ export interface AuditLogEntry {
   actor: string;
   /**
    * `negotiate`, `negotiate.dry_run`, `permission.changed`, `key.created`,
-   * `key.revoked`, `conversation.created`, `conversation.deleted`,
+   * `key.revoked`, `webhook.created`, `webhook.deleted` (a user's or admin's hook of all its
+   * conversations: in `_system`), `conversation.created`, `conversation.deleted`,
    * `approval.requested`, `approval.decided`; in `_system`, participants'
    * `participant.registered`, `participant.changed`, `participant.deleted`,
    * `participant.action_quarantined`, `participant.action_approved`,
@@ -36,7 +37,7 @@ export interface AuditLogEntry {
   event: string;
   /** The tool (negotiate, permission.changed); the participant (participant events). */
   tool?: string;
-  /** The action (negotiate, participant actions); `level-A-to-B` (permission.changed); the key id (key events). */
+  /** The action (negotiate, participant actions); `level-A-to-B` (permission.changed); the key id (key events); the webhook id (webhook events). */
   action?: string;
   /** `success`, or the outcome's code (`permission_required`, `tool_error`, `unavailable`, …). */
   outcome: string;

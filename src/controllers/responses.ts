@@ -146,3 +146,53 @@ export interface ApprovalInboxPage {
  * resume started after events no longer kept (EVENTS_RETENTION_HOURS).
  */
 export type EventStream = string;
+
+export type WebhookEventType =
+  | 'approval.requested'
+  | 'approval.decided'
+  | 'approval.expired'
+  | 'permission.changed'
+  | 'resource.created'
+  | 'resource.updated'
+  | 'resource.deleted'
+  | 'resource.expired'
+  | 'participant.status_changed'
+  | 'participant.action_quarantined';
+
+export interface WebhookResponse {
+  id: string;
+  url: string;
+  events: WebhookEventType[];
+  conversationId: string | null;
+  /** False once deliveries failed for 24 h: nothing more is sent. */
+  enabled: boolean;
+  /** Epoch milliseconds. */
+  createdAt: number;
+}
+
+export interface CreatedWebhookResponse extends WebhookResponse {
+  /** The signing secret (Standard Webhooks, `whsec_` + base64), in this response only. */
+  secret: string;
+}
+
+export interface WebhookList {
+  webhooks: WebhookResponse[];
+}
+
+export interface WebhookDelivery {
+  eventId: number;
+  type: WebhookEventType;
+  /** From 1; retries follow the Standard Webhooks schedule. */
+  attempt: number;
+  status: 'delivered' | 'failed';
+  /** The receiver's HTTP status, when it answered. */
+  responseStatus?: number;
+  /** Epoch milliseconds. */
+  at: number;
+  error?: string;
+}
+
+export interface WebhookDeliveryList {
+  /** The last 100 attempts, newest first. */
+  deliveries: WebhookDelivery[];
+}

@@ -12,7 +12,7 @@ import { type ApprovalRow, toApproval } from './approval-store';
 import { prepared, translated } from './sql';
 import { type ResourceRow, toResource } from './resource-store';
 
-interface EventRow {
+export interface EventRow {
   id: string;
   at: Date;
   conversation_id: string | null;
@@ -23,7 +23,7 @@ interface EventRow {
   subject: Record<string, unknown>;
 }
 
-const COLUMNS = 'id, at, conversation_id, owner, known, type, subject';
+export const EVENT_COLUMNS = 'id, at, conversation_id, owner, known, type, subject';
 
 const date = (v: unknown): Date | null => (typeof v === 'string' ? new Date(v) : null);
 
@@ -51,7 +51,7 @@ function subjectOf(type: EventType, s: Record<string, unknown>): unknown {
   return s;
 }
 
-function toEvent(r: EventRow): LoggedEvent {
+export function toEvent(r: EventRow): LoggedEvent {
   return {
     id: Number(r.id),
     type: r.type,
@@ -66,10 +66,12 @@ export class SqlEventLog implements EventLog {
   constructor(private readonly pool: Pool) {}
 
   async poll(after: number, limit: number): Promise<LoggedEvent[]> {
-    const { rows } = await prepared<EventRow>(this.pool, 'events_poll', `SELECT ${COLUMNS} FROM events_poll($1, $2)`, [
-      after,
-      limit,
-    ]);
+    const { rows } = await prepared<EventRow>(
+      this.pool,
+      'events_poll',
+      `SELECT ${EVENT_COLUMNS} FROM events_poll($1, $2)`,
+      [after, limit],
+    );
     return rows.map(toEvent);
   }
 
@@ -77,7 +79,7 @@ export class SqlEventLog implements EventLog {
     const { rows } = await prepared<EventRow>(
       this.pool,
       'events_replay',
-      `SELECT ${COLUMNS} FROM events
+      `SELECT ${EVENT_COLUMNS} FROM events
          WHERE id > $1 AND id <= $2 AND ($3::text IS NULL OR conversation_id = $3)
            AND ($4::text IS NULL OR owner = $4 OR owner IS NULL)
          ORDER BY id LIMIT $5`,

@@ -21,6 +21,7 @@ const ALL = [
   '20260406000000_approvals_per_principal',
   '20260407000000_events',
   '20260501000000_participants',
+  '20260601000000_webhooks',
 ];
 
 async function query<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
@@ -80,6 +81,9 @@ describe('db:migrate', () => {
       'resources',
       'service_settings',
       'tool_permissions',
+      'webhook_attempts',
+      'webhook_deliveries',
+      'webhooks',
     ]);
   });
 

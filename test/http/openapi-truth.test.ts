@@ -49,6 +49,7 @@ const PATH_VALUES: Record<string, string> = {
   approvalId: 'apr_none',
   keyId: 'key_none',
   action: 'none',
+  webhookId: 'wh_none',
 };
 
 function concrete(template: string, values: Record<string, string> = PATH_VALUES): string {
@@ -84,6 +85,8 @@ function sampleBody(method: string, template: string): object {
     }),
     'PATCH /participants/{name}': () => ({ description: 'changed' }),
     'PUT /participants/{name}/credentials/me': () => ({ headers: { Authorization: 'Bearer x' } }),
+    // Nothing listens there: created (201) all the same, its deliveries fail.
+    'POST /webhooks': () => ({ url: 'http://127.0.0.1:9/hook', events: ['approval.requested'] }),
   };
   const make = bodies[key];
   if (!make) throw new Error(`no sample body for ${key}: add one`);

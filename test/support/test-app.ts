@@ -15,6 +15,7 @@ import type { AuthenticatorOptions } from '../../src/auth/authenticator';
 import { TEST_AUTH_ENV } from './auth';
 import type { ToolRegistry, ToolRegistryOptions } from '../../src/core/tool-registry';
 import { type TestDatabase, createMigratedDatabase } from './db-server';
+import type { WebhookOutboxOptions } from '../../src/core/webhook-outbox';
 
 export interface TestApp {
   app: Express;
@@ -46,7 +47,14 @@ export interface TestAppOptions {
   sweepApprovals?: boolean;
   /** The audit's batching and sealing intervals (src/db/audit-store.ts); the defaults unless given. */
   audit?: Partial<AuditStoreOptions>;
+  /**
+   * Start the webhooks' outbox (as the entry file does), with these retry
+   * settings; off by default, so the other suites' query counts see none of it.
+   */
+  webhooks?: WebhookOutboxTestOptions;
 }
+
+export type WebhookOutboxTestOptions = Pick<WebhookOutboxOptions, 'retryScheduleMs' | 'disableAfterMs' | 'sweepMs'>;
 
 export async function createTestApp(env: Record<string, string> = {}, options: TestAppOptions = {}): Promise<TestApp> {
   const database = options.replicaOf?.database ?? (await createMigratedDatabase());
@@ -68,11 +76,13 @@ export async function createTestApp(env: Record<string, string> = {}, options: T
     { debounceMs: 50, ...options.registry },
     options.auth ?? {},
     { ...AUDIT_DEFAULTS, ...options.audit },
+    options.webhooks ?? {},
   );
   await registry.load();
   await services.participants.start();
   services.authenticator.start();
   if (options.sweepApprovals) services.approvals.startSweeper();
+  if (options.webhooks) await services.webhookOutbox.start();
   const app = buildApp(services);
   return {
     app,
@@ -85,6 +95,7 @@ export async function createTestApp(env: Record<string, string> = {}, options: T
       services.authenticator.stop();
       services.approvals.stopSweeper();
       await services.participants.close();
+      await services.webhookOutbox.close();
       await services.events.close();
       await registry.close();
       await services.audit.close();

@@ -8,6 +8,9 @@ export type AuditEvent =
   | 'permission.changed'
   | 'key.created'
   | 'key.revoked'
+  /** Webhooks, in the system chain (their conversation's when they have one): names only, never the secret. */
+  | 'webhook.created'
+  | 'webhook.deleted'
   | 'conversation.created'
   | 'conversation.deleted'
   | 'approval.requested'
