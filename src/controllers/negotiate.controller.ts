@@ -158,7 +158,10 @@ export class NegotiateController extends Controller {
   )
   @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
   @Response<NegotiationResult>(403, '', permissionRequiredExample)
-  @Response<NegotiationResult>(
+  @Response<
+    NegotiationResult,
+    { /** `wait=N`: the call was held (Prefer: wait) up to N seconds. */ 'Preference-Applied'?: string }
+  >(
     403,
     "permission_required (requiresApproval, with the approval request; also an agent's upgrade:), denied by policy (contradiction), level_ceiling (above an agent key's maxLevel, no approval), approval_expired, or approval_rejected (error gives the reason)",
     deniedExample,
