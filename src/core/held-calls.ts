@@ -107,7 +107,6 @@ export class HeldCalls {
   /** Resolves when the approval leaves `pending`, or with 'pending' when the hold ends without that. */
   private wait(conversationId: string, approvalId: string, hold: HoldRequest): Promise<Wake> {
     return new Promise<Wake>((resolve) => {
-      let timer: NodeJS.Timeout | undefined;
       const onAbort = (): void => waiter.wake('pending');
       const waiter: Waiter = {
         wake: (why) => {
@@ -118,7 +117,7 @@ export class HeldCalls {
         },
       };
       const listening = this.add(approvalId, waiter);
-      timer = setTimeout(() => waiter.wake('pending'), hold.seconds * 1000);
+      const timer = setTimeout(() => waiter.wake('pending'), hold.seconds * 1000);
       hold.signal?.addEventListener('abort', onAbort, { once: true });
       void this.recheck({ conversationId, approvalId, waiter, listening });
     });

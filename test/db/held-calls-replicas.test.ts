@@ -40,7 +40,9 @@ afterAll(async () => {
 
 /** Starts the request now (supertest is lazy) and keeps its answer, with the time it arrived. */
 function start(test: supertest.Test): Promise<{ res: supertest.Response; at: number }> {
-  return new Promise((resolve, reject) => test.then((res) => resolve({ res, at: performance.now() }), reject));
+  return new Promise((resolve, reject) => {
+    void test.then((res) => resolve({ res, at: performance.now() }), reject);
+  });
 }
 
 /** A call held on A; resolves to the conversation, its pending approval and the held answer to come. */

@@ -82,7 +82,9 @@ function negotiate(base: string, token: string, id: string, body: Body, prefer?:
 
 /** Starts the request now (supertest is lazy) and keeps its answer. */
 function start(test: supertest.Test): Promise<supertest.Response> {
-  return new Promise((resolve, reject) => test.then(resolve, reject));
+  return new Promise((resolve, reject) => {
+    void test.then(resolve, reject);
+  });
 }
 
 async function pendingOf(id: string): Promise<{ id: string; status: string }[]> {
