@@ -126,7 +126,8 @@ export class NegotiateController extends Controller {
    * its retry with the approvalId would and answers 200 (a `once` approval is
    * then used); rejected, 403 approval_rejected with the reason; still
    * pending, the 403 permission_required. A held answer says
-   * `Preference-Applied: wait=N`.
+   * `Preference-Applied: wait=N`. With an Idempotency-Key, a held call that
+   * ran keeps its outcome for the body sent (a repeat replays it).
    * @param idempotencyKey 1 to 255 visible ASCII characters, unique per request you mean to make once.
    * @param prefer `wait=N` (RFC 7240): hold a call needing approval up to N seconds; other preferences and a malformed one are ignored.
    * @example body.create {"action": "create-resource", "args": {"name": "notes", "data": {"text": "hello"}}}
@@ -271,7 +272,11 @@ export class NegotiateController extends Controller {
           status = negotiationStatus(result);
           return result;
         }
-        const kept = await this.services.idempotency.negotiate(p, conversationId, r, idempotencyKey, meta);
+        const sentAs = r === body ? undefined : body;
+        const kept = await this.services.idempotency.negotiate(p, conversationId, r, idempotencyKey, {
+          ...meta,
+          ...(sentAs ? { sentAs } : {}),
+        });
         status = kept.status;
         replayed = kept.replayed;
         return kept.body;

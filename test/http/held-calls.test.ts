@@ -147,6 +147,22 @@ describe('negotiate with Prefer: wait=N', () => {
     await request(app, alice.token).get(`/conversations/${id}/resources/nope`).expect(404);
   });
 
+  it('with an Idempotency-Key: the held call outcome is kept for the body the client sent', async () => {
+    const { id, agent } = await setup();
+    const key = uniqueId('key');
+    const answer = start(negotiate(app, agent.token, id, CREATE('kept'), 'wait=30').set('Idempotency-Key', key));
+    const approvalId = await heldOn(t, id);
+    await decide(id, approvalId, 'approve', { scope: 'once' }).expect(200);
+    const res = await answer;
+    expect(res.status).toBe(200);
+    expect(res.headers['preference-applied']).toBe('wait=30');
+    // The client's repeat (same body, same key) is answered from the kept outcome, running nothing.
+    const again = await negotiate(app, agent.token, id, CREATE('kept')).set('Idempotency-Key', key);
+    expect(again.status).toBe(200);
+    expect(again.headers['idempotent-replayed']).toBe('true');
+    expect(again.body).toEqual(res.body);
+  });
+
   it('undecided when N passes: the usual 403 permission_required with the pending approval', async () => {
     const { id, agent } = await setup();
     const started = Date.now();
