@@ -134,6 +134,19 @@ describe('negotiate with Prefer: wait=N', () => {
     expect(level).toBe(2);
   });
 
+  it("an agent's upgrade: held and approved once: the level is set and the answer is 200", async () => {
+    const { id, agent } = await setup();
+    const answer = start(negotiate(app, agent.token, id, { action: 'upgrade:data-tool:level-2' }, 'wait=30'));
+    const approvalId = await heldOn(t, id);
+    await decide(id, approvalId, 'approve', { scope: 'once' }).expect(200);
+    const res = await answer;
+    expect(res.status).toBe(200);
+    expect(res.body.success).toBe(true);
+    const perms = await request(app, alice.token).get(`/conversations/${id}/permissions`).expect(200);
+    const level = (perms.body.tools as { tool: string; level: number }[]).find((r) => r.tool === 'data-tool')!.level;
+    expect(level).toBe(2);
+  });
+
   it('rejected while held: 403 approval_rejected with the reason, and nothing ran', async () => {
     const { id, agent } = await setup();
     const answer = start(negotiate(app, agent.token, id, CREATE('nope'), 'wait=30'));
@@ -270,6 +283,29 @@ describe('MCP tools/call with MCP_APPROVAL_WAIT_SECONDS', () => {
       expect(res.isError).toBe(true);
       expect((res._meta as { code: string }).code).toBe('approval_rejected');
       expect(JSON.stringify(res.content)).toContain('use the other one');
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("the host's own Prefer: wait=N holds a tools/call where MCP_APPROVAL_WAIT_SECONDS is 0", async () => {
+    const { id, agent } = await setup();
+    const client = new ClientV2(
+      { name: 'host-v2', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await client.connect(
+      new TransportV2(new URL(`${app}/conversations/${id}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${agent.token}`, Prefer: 'wait=30' } },
+      }),
+    );
+    try {
+      await client.listTools();
+      const call = client.callTool({ name: 'data-tool_create-resource', arguments: { name: 'pref', data: 1 } });
+      const approvalId = await heldOn(t, id);
+      await decide(id, approvalId, 'approve', { scope: 'once' }).expect(200);
+      expect((await call).isError).toBeFalsy();
+      await request(app, alice.token).get(`/conversations/${id}/resources/pref`).expect(200);
     } finally {
       await client.close();
     }
