@@ -2,7 +2,9 @@
  * Held calls at shutdown, through the real entry point: a call held with
  * `Prefer: wait=60` answers its current state (403 permission_required, with
  * Preference-Applied) as soon as the process gets SIGTERM, and the process
- * still stops cleanly (exit 0) well within its grace period.
+ * still stops cleanly (exit 0) well within its grace period. Before that, a
+ * call held longer than HTTP_REQUEST_TIMEOUT_MS is not cut off by it (that
+ * timeout covers receiving the request, not the wait for its answer).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -30,6 +32,8 @@ describeOnServer('held calls at SIGTERM', () => {
       DATA_DIR: dataDir,
       LOG_LEVEL: 'warn',
       SHUTDOWN_GRACE_MS: '20000',
+      HTTP_HEADERS_TIMEOUT_MS: '1000',
+      HTTP_REQUEST_TIMEOUT_MS: '1000',
     });
   }, 120_000);
 
@@ -57,15 +61,25 @@ describeOnServer('held calls at SIGTERM', () => {
       body: JSON.stringify({ label: 'bot' }),
     });
     const { token } = (await minted.json()) as { token: string };
-    const held = fetch(`${base}/conversations/${id}/negotiate`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${token}`, ...json, Prefer: 'wait=60' },
-      body: JSON.stringify({ action: 'data-tool/create-resource', args: { name: 'n', data: 1 } }),
-    });
+    const call = (wait: number, name: string): Promise<Response> =>
+      fetch(`${base}/conversations/${id}/negotiate`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${token}`, ...json, Prefer: `wait=${wait}` },
+        body: JSON.stringify({ action: 'data-tool/create-resource', args: { name, data: 1 } }),
+      });
+    // Held past HTTP_REQUEST_TIMEOUT_MS: answered when its wait is over, not cut off.
+    const started = Date.now();
+    const late = await call(3, 'late');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2900);
+    expect(late.status).toBe(403);
+    expect(late.headers.get('preference-applied')).toBe('wait=3');
+    await late.arrayBuffer();
+
+    const held = call(60, 'held');
     // The request is recorded before the call is held (microseconds later, in the same process).
-    await waitFor('the approval request recorded', async () => {
+    await waitFor('the call held (its approval request recorded)', async () => {
       const res = await fetch(`${base}/conversations/${id}/approvals?status=pending`, { headers: bearer() });
-      return ((await res.json()) as { approvals: unknown[] }).approvals.length === 1;
+      return ((await res.json()) as { approvals: unknown[] }).approvals.length === 2;
     });
     const signalled = Date.now();
     server!.child.kill('SIGTERM');
