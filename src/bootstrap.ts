@@ -13,6 +13,7 @@ import { AuditService } from './core/audit';
 import { ConversationManager } from './core/conversation-manager';
 import { ConversationService } from './core/conversations';
 import { EventFeed } from './core/events';
+import { HeldCalls } from './core/held-calls';
 import { IdempotentNegotiation } from './core/idempotency';
 import { KeyService } from './core/keys';
 import { PermissionService } from './core/permissions';
@@ -136,6 +137,12 @@ export function wireServices(
     },
     eventWakeups(db, logger.child({ component: 'events' })),
   );
+  const held = new HeldCalls({
+    listen: (listener) => events.listen(listener),
+    status: (conversationId, approvalId) => approvals.statusOf(conversationId, approvalId),
+    maxPerPrincipal: config.approvalMaxHeldPerPrincipal,
+    logger: logger.child({ component: 'held-calls' }),
+  });
   const keys = new KeyService(stores.keys, access, audit);
   const participants = new Participants({
     store: new SqlParticipantStore(db.pool),
@@ -168,6 +175,7 @@ export function wireServices(
       approvals,
       inbox: new ApprovalInbox(approvalStore),
       events,
+      held,
       permissions,
       conversations,
       audit,

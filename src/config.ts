@@ -85,6 +85,12 @@ export const ZConfig = z.object({
   MCP_MAX_STREAMS_PER_OWNER: z.coerce.number().int().min(1).max(100000).default(64),
   /** A pending approval request lapses after this; an hour gives a person time to look. */
   APPROVAL_TTL_SECONDS: z.coerce.number().int().min(1).max(31_536_000).default(3600),
+  /** The longest `Prefer: wait=N` a held call is granted (larger N is clamped): five minutes, an HTTP client's usual patience. */
+  APPROVAL_MAX_WAIT_SECONDS: z.coerce.number().int().min(0).max(3600).default(300),
+  /** MCP tools/call's wait when its request has no Prefer: 0 answers at once (the host retries with _meta.approvalId). */
+  MCP_APPROVAL_WAIT_SECONDS: z.coerce.number().int().min(0).max(3600).default(0),
+  /** Calls one principal may have held at once on a replica (each holds a socket); beyond it a call answers at once. */
+  APPROVAL_MAX_HELD_PER_PRINCIPAL: z.coerce.number().int().min(0).max(100000).default(16),
   /** Events (GET /events) are kept this long for Last-Event-ID resumes; a day covers a client offline overnight. */
   EVENTS_RETENTION_HOURS: z.coerce.number().int().min(1).max(8760).default(24),
   /** Open event streams (GET /events, GET /conversations/{id}/events) one principal may hold on this replica. */
@@ -138,6 +144,10 @@ export interface Config {
   /** Open MCP streams of one owner's keys together: its user keys and its conversations' agent keys (JWTs by subject). */
   mcpMaxStreamsPerOwner: number;
   approvalTtlSeconds: number;
+  approvalMaxWaitSeconds: number;
+  /** Never above approvalMaxWaitSeconds (clamped at load). */
+  mcpApprovalWaitSeconds: number;
+  approvalMaxHeldPerPrincipal: number;
   eventsRetentionHours: number;
   eventsMaxStreamsPerPrincipal: number;
   metricsEnabled: boolean;
@@ -252,6 +262,9 @@ function toConfig(c: TEnv): Config {
     mcpMaxStreamsPerPrincipal: c.MCP_MAX_STREAMS_PER_PRINCIPAL,
     mcpMaxStreamsPerOwner: c.MCP_MAX_STREAMS_PER_OWNER,
     approvalTtlSeconds: c.APPROVAL_TTL_SECONDS,
+    approvalMaxWaitSeconds: c.APPROVAL_MAX_WAIT_SECONDS,
+    mcpApprovalWaitSeconds: Math.min(c.MCP_APPROVAL_WAIT_SECONDS, c.APPROVAL_MAX_WAIT_SECONDS),
+    approvalMaxHeldPerPrincipal: c.APPROVAL_MAX_HELD_PER_PRINCIPAL,
     eventsRetentionHours: c.EVENTS_RETENTION_HOURS,
     eventsMaxStreamsPerPrincipal: c.EVENTS_MAX_STREAMS_PER_PRINCIPAL,
     metricsEnabled: c.METRICS_ENABLED,

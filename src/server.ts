@@ -85,8 +85,10 @@ async function main(): Promise<void> {
   const stopping = new AbortController();
   installShutdown(
     server,
-    // MCP sessions and event streams hold open SSE streams: end them first, or close() waits out the grace period.
+    // MCP sessions and event streams hold open SSE streams, and held calls wait on approvals: end them first,
+    // or close() waits out the grace period. A held call answers its refusal (permission_required) at once.
     () => {
+      services.held.releaseAll();
       closeEventStreams(services);
       return closeMcpSessions(services);
     },

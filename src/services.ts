@@ -11,6 +11,7 @@ import type { AuditService } from './core/audit';
 import type { ConversationManager } from './core/conversation-manager';
 import type { ConversationService } from './core/conversations';
 import type { EventFeed } from './core/events';
+import type { HeldCalls } from './core/held-calls';
 import type { IdempotentNegotiation } from './core/idempotency';
 import type { KeyService } from './core/keys';
 import type { PermissionService } from './core/permissions';
@@ -44,6 +45,8 @@ export interface Services {
   inbox: ApprovalInbox;
   /** The event feed (GET /events): this replica's one reader of the event log, fanned out to its streams. */
   events: EventFeed;
+  /** Calls held until their approval is decided (Prefer: wait, MCP_APPROVAL_WAIT_SECONDS); released at shutdown. */
+  held: HeldCalls;
   /** Conversations: list, create, read, delete, state (who may, and their audit). */
   conversations: ConversationService;
   /** Levels (read, history, set: the one home of a level change). */

@@ -18,6 +18,8 @@ import { PROBLEM_JSON, type Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { NegotiationResult } from '../core/negotiation';
 import { negotiationStatus } from '../http/negotiate-status';
+import { grantedWait } from '../http/prefer';
+import type { HoldRequest } from '../core/held-calls';
 import type { Id, IdempotencyKey, JsonObject } from './types';
 import {
   ambiguousActionExample,
@@ -116,7 +118,18 @@ export class NegotiateController extends Controller {
    * A participant's action (a remote tool) keeps whatever its upstream
    * answered, tool_error included (it cannot be rolled back); only 503
    * participant_unavailable (the upstream was never reached) is not kept.
+   *
+   * With `Prefer: wait=N` (RFC 7240; N seconds, at most
+   * APPROVAL_MAX_WAIT_SECONDS, larger is clamped), a call that would be
+   * refused 403 permission_required is held until its approval request is
+   * decided or N passes: approved (once or for the conversation), it runs as
+   * its retry with the approvalId would and answers 200 (a `once` approval is
+   * then used); rejected, 403 approval_rejected with the reason; still
+   * pending, the 403 permission_required. A held answer says
+   * `Preference-Applied: wait=N`. With an Idempotency-Key, a held call that
+   * ran keeps its outcome for the body sent (a repeat replays it).
    * @param idempotencyKey 1 to 255 visible ASCII characters, unique per request you mean to make once.
+   * @param prefer `wait=N` (RFC 7240): hold a call needing approval up to N seconds; other preferences and a malformed one are ignored.
    * @example body.create {"action": "create-resource", "args": {"name": "notes", "data": {"text": "hello"}}}
    * @example body.explicitTool {"action": "add", "tool": "calculator", "args": {"a": 2, "b": 3}}
    * @example body.dryRun {"action": "read-resource", "args": {"name": "notes"}, "dryRun": true}
@@ -132,6 +145,8 @@ export class NegotiateController extends Controller {
   @SuccessResponse<{
     /** `true` when this answer is the kept outcome of an earlier request with the same Idempotency-Key. */
     'Idempotent-Replayed'?: string;
+    /** `wait=N`: the call was held (Prefer: wait) up to N seconds. */
+    'Preference-Applied'?: string;
   }>(200, 'The action ran (or, with dryRun, would run)')
   @Example<NegotiationResult>(negotiatedExample, 'success')
   @Example<NegotiationResult>(negotiatedDryRunExample, 'dryRun')
@@ -144,7 +159,10 @@ export class NegotiateController extends Controller {
   )
   @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
   @Response<NegotiationResult>(403, '', permissionRequiredExample)
-  @Response<NegotiationResult>(
+  @Response<
+    NegotiationResult,
+    { /** `wait=N`: the call was held (Prefer: wait) up to N seconds. */ 'Preference-Applied'?: string }
+  >(
     403,
     "permission_required (requiresApproval, with the approval request; also an agent's upgrade:), denied by policy (contradiction), level_ceiling (above an agent key's maxLevel, no approval), approval_expired, or approval_rejected (error gives the reason)",
     deniedExample,
@@ -202,8 +220,11 @@ export class NegotiateController extends Controller {
     @Path() conversationId: Id,
     @Body() body: NegotiateBody,
     @Header('Idempotency-Key') idempotencyKey?: IdempotencyKey,
+    @Header('Prefer') prefer?: string,
   ): Promise<NegotiationResult> {
     const meta = { requestId: req.id ?? '-' };
+    const wait = prefer === undefined ? undefined : grantedWait(prefer, this.services.config.approvalMaxWaitSeconds);
+    if (wait !== undefined && wait > 0) return this.held(req, { conversationId, body, idempotencyKey }, wait);
     if (idempotencyKey === undefined) {
       const result = await this.services.manager.negotiate(principalOf(req), conversationId, body, { meta });
       noteNegotiation(req, result);
@@ -221,6 +242,53 @@ export class NegotiateController extends Controller {
     if (kept.replayed) this.setHeader('Idempotent-Replayed', 'true');
     this.answer(kept.body, kept.status);
     return kept.body;
+  }
+
+  /**
+   * negotiate held (Prefer: wait): run, and on a refusal needing approval
+   * waited on until decided, `seconds` pass or the client goes away.
+   */
+  private async held(
+    req: ExRequest,
+    call: { conversationId: string; body: NegotiateBody; idempotencyKey: string | undefined },
+    seconds: number,
+  ): Promise<NegotiationResult> {
+    const { conversationId, body, idempotencyKey } = call;
+    const p = principalOf(req);
+    const meta = { requestId: req.id ?? '-' };
+    const gone = new AbortController();
+    const res = req.res;
+    const onClose = (): void => {
+      if (!res?.writableEnded) gone.abort();
+    };
+    res?.once('close', onClose);
+    const hold: HoldRequest = { seconds, signal: gone.signal };
+    let status: number | undefined;
+    let replayed = false;
+    try {
+      const { result, held } = await this.services.held.negotiate({ p, conversationId, req: body }, hold, async (r) => {
+        if (idempotencyKey === undefined) {
+          const result = await this.services.manager.negotiate(p, conversationId, r, { meta });
+          status = negotiationStatus(result);
+          return result;
+        }
+        const sentAs = r === body ? undefined : body;
+        const kept = await this.services.idempotency.negotiate(p, conversationId, r, idempotencyKey, {
+          ...meta,
+          ...(sentAs ? { sentAs } : {}),
+        });
+        status = kept.status;
+        replayed = kept.replayed;
+        return kept.body;
+      });
+      noteNegotiation(req, result);
+      if (replayed) this.setHeader('Idempotent-Replayed', 'true');
+      if (held) this.setHeader('Preference-Applied', `wait=${seconds}`);
+      this.answer(result, status ?? negotiationStatus(result));
+      return result;
+    } finally {
+      res?.off('close', onClose);
+    }
   }
 
   /** The status, and for participant_unavailable the Retry-After header (seconds). */

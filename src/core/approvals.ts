@@ -79,6 +79,11 @@ export class ApprovalService {
     return retryVerdict(await this.store.get(conversationId, approvalId), approvalId, call);
   }
 
+  /** The approval's status now, read without an access check (a held call of its requester); undefined: none. */
+  async statusOf(conversationId: string, approvalId: string): Promise<ApprovalStatus | undefined> {
+    return (await this.store.get(conversationId, approvalId))?.status;
+  }
+
   /**
    * After `p`'s call ran (at the tool's level, or under a `once` approval):
    * its own pending request for the identical call, if any, is `satisfied`.

@@ -149,15 +149,20 @@ export class IdempotentNegotiation {
     conversationId: string,
     req: NegotiateRequest,
     key: string,
-    /** What the audit entry records of the request (its id). */
-    meta?: NegotiationAudit,
+    /**
+     * What the audit entry records of the request (its id); `sentAs`: the body
+     * the client sent, when `req` is the run of a held call once its approval
+     * was decided (src/core/held-calls.ts): the key's outcome is kept for that
+     * body, which a repeat of the client's request carries.
+     */
+    meta?: NegotiationAudit & { sentAs?: NegotiateRequest },
   ): Promise<IdempotentOutcome> {
     // An agent's key names its one conversation: refused before any statement, as without a key.
     if (p.role === 'agent' && p.conversationId !== conversationId) {
       throw conversationNotFound(conversationId);
     }
     const ref: IdempotencyRef = { conversationId, principal: principalKey(p), key };
-    const digest = requestDigest(req);
+    const digest = requestDigest(meta?.sentAs ?? req);
     const kept = await this.deps.store.find(ref);
     if (kept) return this.replay(kept, digest);
     const { store, units } = this.deps;
@@ -187,7 +192,7 @@ export class IdempotentNegotiation {
       release: () => store.release(ref),
     };
     try {
-      const result = await this.deps.negotiate(p, conversationId, req, keeper, meta);
+      const result = await this.deps.negotiate(p, conversationId, req, keeper, meta && { requestId: meta.requestId });
       return { status: statusOf(result), body: result, replayed: false };
     } catch (err) {
       if (!(err instanceof AlreadyKept)) throw err;

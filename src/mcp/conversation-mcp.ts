@@ -54,6 +54,7 @@ import { METADATA_PATH, protectedResourceMetadata } from './protected-resource-m
 import { type McpCaller, serveFast } from './fast-path-serving';
 import { invalidParams, messageId, rpcError } from './json-rpc-errors';
 import { fastToolCall } from './mcp-fast-path';
+import { mcpHold } from './held-tool-calls';
 import { StreamLimits } from './stream-limits';
 import { type StreamServing, serveStream } from './stream-serving';
 import { mcpToolNames } from './tool-definitions';
@@ -166,7 +167,8 @@ async function handle(serving: McpServing, req: Request, res: Response): Promise
   // decides access too.
   if (!isClosed() && conversationId !== RESERVED_CONVERSATION_ID && reachesNegotiate(message?.params)) {
     const call = fastToolCall(req, mcpToolNames(services.catalog.snapshot().set));
-    if (call) return serveFast(services, req, res, { principal, conversationId, call });
+    if (call)
+      return serveFast(services, req, res, { principal, conversationId, call, hold: mcpHold(services, req, res) });
   }
   await checkAccess(services, req, principal, conversationId);
   if (isClosed()) return rpcError(res, 503, -32000, 'The server is shutting down');
@@ -175,6 +177,7 @@ async function handle(serving: McpServing, req: Request, res: Response): Promise
     conversationId,
     requestId: req.id ?? '-',
     onNegotiated: (result) => noteNegotiation(req, result),
+    hold: message?.method === 'tools/call' ? mcpHold(services, req, res) : undefined,
   };
   (req as { auth?: AuthInfo }).auth = authInfoOf(caller);
 
@@ -212,8 +215,8 @@ function sdkServing(
 ): { handler: McpHttpHandler; node: StreamServing['node'] } {
   const handler: McpHttpHandler = createMcpHandler(
     (ctx) => {
-      const { principal, conversationId, requestId, onNegotiated } = ctx.authInfo?.extra as unknown as McpCaller;
-      return createConversationServer(services, { conversationId, principal, requestId, onNegotiated });
+      const { principal, conversationId, requestId, onNegotiated, hold } = ctx.authInfo?.extra as unknown as McpCaller;
+      return createConversationServer(services, { conversationId, principal, requestId, onNegotiated, hold });
     },
     {
       bus,

@@ -17,7 +17,8 @@ import {
   ResourceNotFoundError,
   Server,
 } from '@modelcontextprotocol/server';
-import type { NegotiationResult } from '../core/negotiation';
+import type { HoldRequest } from '../core/held-calls';
+import type { NegotiateRequest, NegotiationResult } from '../core/negotiation';
 import type { Principal } from '../core/principal';
 import { isValidId } from '../core/resource-names';
 import type { Resource } from '../core/tool-interface';
@@ -74,6 +75,8 @@ export interface ConversationCaller {
   principal: Principal;
   /** The request's X-Request-Id: what the audit records for a call. */
   requestId: string;
+  /** A tools/call needing approval is held this long (held-tool-calls.ts); undefined: answered at once. */
+  hold?: HoldRequest | undefined;
   /** Told each tools/call's outcome (the request's log line). */
   onNegotiated?: (result: NegotiationResult) => void;
   /**
@@ -132,17 +135,17 @@ export async function callTool(
   const unknown = unknownToolError(catalog.snapshot().set, name);
   if (unknown) throw unknown;
   try {
-    const result = await manager.negotiate(
-      principal,
-      conversationId,
-      {
-        action: name,
-        args: args ?? {},
-        ...(approvalId !== undefined ? { approvalId } : {}),
-        ...(saveAs !== undefined ? { saveAs } : {}),
-      },
-      { meta: { requestId } },
-    );
+    const req: NegotiateRequest = {
+      action: name,
+      args: args ?? {},
+      ...(approvalId !== undefined ? { approvalId } : {}),
+      ...(saveAs !== undefined ? { saveAs } : {}),
+    };
+    const run = (r: NegotiateRequest): Promise<NegotiationResult> =>
+      manager.negotiate(principal, conversationId, r, { meta: { requestId } });
+    const result = caller.hold
+      ? (await services.held.negotiate({ p: principal, conversationId, req }, caller.hold, run)).result
+      : await run(req);
     onNegotiated?.(result);
     return await callResult(catalog.snapshot().set, result, (issue) =>
       log().error({ tool: result.routing?.tool, action: result.routing?.action }, issue),

@@ -5,6 +5,7 @@
  */
 import type { Request, Response } from 'express';
 import { AppError, isUnavailable } from '../core/errors';
+import type { HoldRequest } from '../core/held-calls';
 import type { NegotiationResult } from '../core/negotiation';
 import { forbidden, type Principal } from '../core/principal';
 import { noteNegotiation } from '../http/middleware';
@@ -37,15 +38,16 @@ export async function serveFast(
   services: Services,
   req: Request,
   res: Response,
-  fast: { principal: Principal; conversationId: string; call: FastToolCall },
+  fast: { principal: Principal; conversationId: string; call: FastToolCall; hold: HoldRequest | undefined },
 ): Promise<void> {
-  const { principal, conversationId, call } = fast;
+  const { principal, conversationId, call, hold } = fast;
   let refusal: Error | undefined;
   const caller: McpCaller = {
     principal,
     conversationId,
     requestId: req.id ?? '-',
     onNegotiated: (result) => noteNegotiation(req, result),
+    hold,
     refuse: (err) => {
       if (!isAccessRefusal(err)) return false;
       refusal = err;
