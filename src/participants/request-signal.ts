@@ -10,7 +10,11 @@
  * profile, and a MaxListenersExceededWarning. Here the caller's signal holds
  * one listener per request in flight, removed when its response ends or fails.
  */
+import { getMaxListeners, setMaxListeners } from 'node:events';
 import type { Agent, Dispatcher } from 'undici';
+
+// One listener per request in flight on one connection: many at once is normal, not a leak (fetch's own figure).
+const MAX_IN_FLIGHT_LISTENERS = 1500;
 
 export interface FollowedSignal {
   /** The request's own signal (undefined when the caller gave none). */
@@ -29,6 +33,8 @@ export function followSignal(agent: Agent, caller: AbortSignal | undefined): Fol
     return { signal: own.signal, dispatcher: agent, release: () => undefined };
   }
   const onAbort = () => own.abort(caller.reason);
+  const max = getMaxListeners(caller);
+  if (max !== 0 && max < MAX_IN_FLIGHT_LISTENERS) setMaxListeners(MAX_IN_FLIGHT_LISTENERS, caller);
   caller.addEventListener('abort', onAbort, { once: true });
   const release = () => caller.removeEventListener('abort', onAbort);
   return { signal: own.signal, dispatcher: agent.compose(releasingOnEnd(release)), release };
