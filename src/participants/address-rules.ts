@@ -28,6 +28,7 @@ import { promises as dns } from 'node:dns';
 import type { LookupAddress } from 'node:dns';
 import ipaddr from 'ipaddr.js';
 import { Agent, fetch as undiciFetch } from 'undici';
+import { followSignal } from './request-signal';
 import { UpstreamUnavailableError } from './upstream';
 
 export type AddressCheck = { ok: true; url: URL } | { ok: false; message: string };
@@ -234,20 +235,22 @@ async function toHop(input: string | URL | Request, init: RequestInit = {}): Pro
 }
 
 async function send(agent: Agent, url: URL, hop: Hop): Promise<Response> {
+  const followed = followSignal(agent, hop.signal);
   try {
     const response = await undiciFetch(url, {
       ...(hop.init as object),
       method: hop.method,
       headers: [...hop.headers.entries()],
       body: hop.body as never,
-      signal: hop.signal,
+      signal: followed.signal,
       redirect: 'manual',
-      dispatcher: agent,
+      dispatcher: followed.dispatcher,
       // A streamed request body must say so (fetch's rule); harmless otherwise.
       duplex: 'half',
     });
     return response;
   } catch (err) {
+    followed.release();
     throw refusalIn(err) ?? err;
   }
 }

@@ -1,4 +1,4 @@
-import { once } from 'node:events';
+import { getEventListeners, once } from 'node:events';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
@@ -234,6 +234,20 @@ describe('createGuardedFetch', () => {
     const reader = res.body!.getReader();
     const first = await reader.read();
     expect(new TextDecoder().decode(first.value)).toContain('data: {"n":1}');
+    controller.abort();
+    await expect(reader.read()).rejects.toThrow();
+  });
+
+  it('leaves no listener on a long-lived signal once its responses have ended (the MCP SDK reuses one)', async () => {
+    const controller = new AbortController();
+    for (let i = 0; i < 20; i++) {
+      expect(await (await guarded(`${upstream.origin}/hello`, { signal: controller.signal })).text()).toBe('hello');
+    }
+    const streaming = await guarded(`${upstream.origin}/sse`, { signal: controller.signal });
+    const reader = streaming.body!.getReader();
+    await reader.read();
+    // Only the request still in flight listens; the twenty that ended let go.
+    expect(getEventListeners(controller.signal, 'abort')).toHaveLength(1);
     controller.abort();
     await expect(reader.read()).rejects.toThrow();
   });
