@@ -13,7 +13,25 @@ import type { ResourceService } from './resource-service';
 import { saveIn, savedData } from './save-as';
 import { ConversationSharedContext } from './shared-context';
 import type { LoadedAction } from './tool-module';
-import { ToolError, type Alignment, type Resource, type ToolLogger } from './tool-interface';
+import { ToolError, type Alignment, type Resource, type ToolContext, type ToolLogger } from './tool-interface';
+
+/** The context an action runs with: its conversation, its name, its args and the shared context given. */
+export function toolContextOf(
+  deps: Pick<ExecutionDeps, 'logger' | 'exportDir'>,
+  call: Pick<ActionCall, 'conversationId' | 'action' | 'args'>,
+  sharedContext: ConversationSharedContext,
+): ToolContext {
+  const { conversationId, action, args } = call;
+  return {
+    conversationId,
+    toolName: action.tool,
+    action: action.name,
+    args,
+    sharedContext,
+    logger: deps.logger,
+    exportDir: deps.exportDir,
+  };
+}
 
 export interface ExecutionDeps {
   resources: ResourceService;
@@ -157,20 +175,7 @@ function startHandler(
   sharedContext: ConversationSharedContext,
   stop: AbortController | undefined,
 ): Promise<unknown> {
-  const { conversationId, action, args } = call;
-  const running = action.run(
-    args,
-    {
-      conversationId,
-      toolName: action.tool,
-      action: action.name,
-      args,
-      sharedContext,
-      logger: deps.logger,
-      exportDir: deps.exportDir,
-    },
-    stop?.signal,
-  );
+  const running = call.action.run(call.args, toolContextOf(deps, call, sharedContext), stop?.signal);
   // A handler still running after a timeout may reject later: nobody awaits it then.
   running.catch(() => undefined);
   return running;

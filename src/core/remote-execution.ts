@@ -16,7 +16,7 @@
  * are given back and nothing is written but the refusal's entry. Everything
  * the upstream answered, failure included, is final: it cannot be rolled back.
  */
-import { type ActionCall, type ExecutionDeps, TIMED_OUT, withTimeout } from './action-execution';
+import { type ActionCall, type ExecutionDeps, TIMED_OUT, toolContextOf, withTimeout } from './action-execution';
 import { findCause, isUnavailable } from './errors';
 import { fail, type NegotiationResult } from './negotiation';
 import type { NegotiationObserver, UnitOfWork, UnitsOfWork } from './ports';
@@ -86,16 +86,12 @@ async function callUpstream(deps: RemoteExecutionDeps, call: ActionCall): Promis
     toolName: action.tool,
     resources: deps.resources,
   });
-  const ctx = {
-    conversationId,
-    toolName: action.tool,
-    action: action.name,
+  const running = action.run(
     args,
-    sharedContext,
-    logger: deps.logger,
-    exportDir: deps.exportDir,
-  };
-  const running = action.run(args, ctx, stop.signal, owner === undefined ? {} : { conversationOwner: owner });
+    toolContextOf(deps, call, sharedContext),
+    stop.signal,
+    owner === undefined ? {} : { conversationOwner: owner },
+  );
   running.catch(() => undefined);
   // The adapter's own timeout (the participant's) answers first, with its message; this one is the backstop.
   const timeoutMs = remote.timeoutMs === undefined ? deps.toolTimeoutMs : remote.timeoutMs + ADAPTER_GRACE_MS;
