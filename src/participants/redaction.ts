@@ -35,8 +35,12 @@ function secretForms(value: string): string[] {
 /** Replaces every secret value (longest first) in a text with a placeholder. */
 export function redactorOf(secretValues: Iterable<string>): Redactor {
   const forms = [...new Set([...secretValues].flatMap(secretForms))].sort((a, b) => b.length - a.length);
+  if (forms.length === 0) return keepAsIs;
   return (text) => forms.reduce((t, f) => t.split(f).join(REDACTED), text);
 }
+
+/** The redactor of a participant that sends no secret: changes nothing, so redactDeep need not copy. */
+const keepAsIs: Redactor = (text) => text;
 
 /**
  * A JSON value with the redactor applied to every string in it (keys too):
@@ -44,6 +48,7 @@ export function redactorOf(secretValues: Iterable<string>): Redactor {
  * and no response, log or audit entry may carry them.
  */
 export function redactDeep(value: unknown, redact: Redactor): unknown {
+  if (redact === keepAsIs) return value;
   if (typeof value === 'string') return redact(value);
   if (Array.isArray(value)) return value.map((v) => redactDeep(v, redact));
   if (value !== null && typeof value === 'object') {
