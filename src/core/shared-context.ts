@@ -15,7 +15,7 @@
 import { TransactionAbortedError } from './errors';
 import type { Transaction, UnitOfWork } from './ports';
 import { assertResourceName, type ResourceService } from './resource-service';
-import type { Resource, SharedContext } from './tool-interface';
+import type { Resource, ResourcePage, ResourceQuery, SharedContext, TransactionOperation } from './tool-interface';
 import { ToolError, resourceNotFound } from './tool-interface';
 
 export interface SharedContextOptions {
@@ -117,5 +117,14 @@ export class ConversationSharedContext implements SharedContext {
   async deleteResource(name: string): Promise<boolean> {
     assertResourceName(name);
     return this.track(this.o.resources.store.delete(this.o.conversationId, name, undefined, await this.writer()));
+  }
+
+  // M6 (issue 23): placeholders until the transaction and query work lands.
+  transaction(_operations: TransactionOperation[]): Promise<(Resource | null)[]> {
+    return Promise.reject(new Error('transaction: not built yet'));
+  }
+
+  queryResources(_query: ResourceQuery): Promise<ResourcePage> {
+    return Promise.reject(new Error('queryResources: not built yet'));
   }
 }

@@ -34,6 +34,8 @@ export interface Resource {
   updatedAt: number;
   /** Starts at 1 and grows by 1 on each update. */
   version: number;
+  /** Epoch ms when it expires (set by a write with `ttlSeconds`); absent when it never does. */
+  expiresAt?: number;
 }
 
 /**
@@ -67,12 +69,93 @@ export interface Resource {
  * `resource_exists`, `resource_too_large` or `invalid_args` (bad name).
  */
 export interface SharedContext {
-  createResource(name: string, data: unknown): Promise<Resource>;
+  createResource(name: string, data: unknown, options?: WriteOptions): Promise<Resource>;
   getResource(name: string): Promise<Resource | undefined>;
-  updateResource(name: string, data: unknown): Promise<Resource>;
+  updateResource(name: string, data: unknown, options?: WriteOptions): Promise<Resource>;
   listResources(options?: { prefix?: string }): Promise<Resource[]>;
   /** true when it existed. */
   deleteResource(name: string): Promise<boolean>;
+  /**
+   * All or nothing (API.md, "Shared context, M6"): one result per operation
+   * (null for `delete`, the resource for the others). A failing operation
+   * throws a ToolError whose `index` names it; nothing is written.
+   */
+  transaction(operations: TransactionOperation[]): Promise<(Resource | null)[]>;
+  /** A filtered, sorted page (SQL/JSON path `filter` over `data`). */
+  queryResources(query: ResourceQuery): Promise<ResourcePage>;
+}
+
+// ---- M6 (API.md, "Shared context, M6") ---------------------------------------
+
+/** Options of a write: `ttlSeconds` (1 – 31,536,000) sets `expiresAt`; without it the resource keeps no expiry. */
+export interface WriteOptions {
+  ttlSeconds?: number;
+}
+
+/** One operation of a transaction. `check` only asserts that the resource exists (at `ifMatch`). */
+export interface TransactionOperation {
+  op: 'create' | 'update' | 'delete' | 'check';
+  name: string;
+  data?: unknown;
+  /** The version the resource must be at. */
+  ifMatch?: number;
+  ttlSeconds?: number;
+}
+
+export type ResourceSortKey = 'name' | 'updatedAt' | 'createdAt';
+/** A sort key, `-` first for descending. */
+export type ResourceSort = ResourceSortKey | `-${ResourceSortKey}`;
+
+export interface ResourceQuery {
+  /** A SQL/JSON path predicate over `data` (`$.status == "open" && $.amount > 100`). */
+  filter?: string;
+  sort?: ResourceSort;
+  limit?: number;
+  /** An opaque cursor from a previous page's nextCursor. */
+  cursor?: string;
+  prefix?: string;
+  createdBy?: string;
+  updatedBy?: string;
+  /** Epoch ms: only resources updated at or after it. */
+  updatedSince?: number;
+}
+
+export interface ResourcePage {
+  resources: Resource[];
+  nextCursor: string | null;
+}
+
+/** What an action needs before it runs: a resource (name with `{arg}` placeholders), optionally by whom and of what shape. */
+export interface ResourceRequirement {
+  resource: string;
+  createdBy?: string;
+  schema?: z.ZodType;
+}
+
+/** What an action writes: a resource (name with `{arg}` placeholders) whose data must match `schema` when given. */
+export interface ResourceProduct {
+  resource: string;
+  schema?: z.ZodType;
+}
+
+export type ResourceEventType = 'resource.created' | 'resource.updated' | 'resource.deleted' | 'resource.expired';
+
+/** A resource event as GET /events gives it (`subject` is the resource without `data`). */
+export interface ResourceEvent {
+  id: number;
+  type: ResourceEventType;
+  conversationId: string;
+  /** Epoch ms. */
+  at: number;
+  subject: Omit<Resource, 'data'>;
+}
+
+/** A tool's handler for resource events of its conversation; runs as the tool while its level is at least `level`. */
+export interface ResourceSubscription {
+  /** Globs (`*` wildcards) over resource names; all when absent. */
+  names?: string[];
+  level: Level;
+  handler: (event: ResourceEvent, ctx: ToolContext) => unknown;
 }
 
 export interface ToolLogger {
@@ -152,6 +235,10 @@ export interface ActionDefinition<S extends z.ZodType = z.ZodType, O extends z.Z
    * in-process tools only; TOOLS_DIR tools always get a transaction.
    */
   singleWrite?: boolean;
+  /** Coordination contracts (API.md, "Tool dependencies"): checked before the action runs. */
+  requires?: ResourceRequirement[];
+  /** What the action writes; a `schema` is enforced on that write (tool_error otherwise, nothing written). */
+  produces?: ResourceProduct[];
 }
 
 export interface ToolDefinition {
@@ -159,6 +246,8 @@ export interface ToolDefinition {
   version: string;
   description: string;
   actions: Record<string, ActionDefinition>;
+  /** Handlers for resource events of the conversations the tool is used in (API.md, "Subscriptions"). */
+  on?: Partial<Record<ResourceEventType, ResourceSubscription>>;
 }
 
 /**

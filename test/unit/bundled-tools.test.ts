@@ -200,6 +200,8 @@ describe('export-tool write-export', () => {
     updateResource: () => Promise.reject(new Error('not used')),
     listResources: () => Promise.resolve([RESOURCE]),
     deleteResource: () => Promise.reject(new Error('not used')),
+    transaction: () => Promise.reject(new Error('not used')),
+    queryResources: () => Promise.reject(new Error('not used')),
   };
 
   let registry: ToolRegistry;
