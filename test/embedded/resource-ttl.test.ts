@@ -29,14 +29,16 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
+type Json = { [key: string]: unknown } & { expiresAt?: number; updatedAt: number; version: number; entries: Json[] };
+
+async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> {
   const res = await fetch(`${server!.url}${path}`, {
     method,
     headers: { 'content-type': 'application/json', ...bearer() },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   const text = await res.text();
-  return { status: res.status, body: text ? JSON.parse(text) : undefined };
+  return { status: res.status, body: (text ? JSON.parse(text) : {}) as Json };
 }
 
 it('a 1 s TTL: expiresAt, then missing, then swept by the timer with an audit entry by expiry', async () => {
@@ -51,10 +53,8 @@ it('a 1 s TTL: expiresAt, then missing, then swept by the timer with an audit en
     async () => (await call('GET', '/conversations/ttl-embedded/resources/note')).status === 404,
     10_000,
   );
-  const expired = async (): Promise<Array<Record<string, unknown>>> =>
-    ((await call('GET', '/conversations/ttl-embedded/audit')).body.entries as Array<Record<string, unknown>>).filter(
-      (e) => e.event === 'resource.expired',
-    );
+  const expired = async (): Promise<Json[]> =>
+    (await call('GET', '/conversations/ttl-embedded/audit')).body.entries.filter((e) => e.event === 'resource.expired');
   await waitFor('the sweeper to delete it', async () => (await expired()).length > 0, 10_000);
   expect(await expired()).toEqual([
     expect.objectContaining({ actor: 'expiry', action: 'note', outcome: 'success', conversationId: 'ttl-embedded' }),
