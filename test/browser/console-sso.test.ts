@@ -146,10 +146,13 @@ type JsonBody = any;
       await idp?.close();
     });
 
-    /** Every sign-in starts at the provider's login form: its session cookies go first. */
+    /** Every sign-in starts signed out, at the provider's login form: its session cookies go first. */
     async function pressSignIn(): Promise<void> {
       await context!.clearCookies();
       await page.goto(`${base}/console`, { waitUntil: 'load' });
+      // Signed out, whatever the test before left.
+      await page.evaluate('sessionStorage.clear()');
+      await page.reload({ waitUntil: 'load' });
       await page.getByRole('button', { name: SSO_BUTTON }).click();
       await page.waitForURL((url) => url.origin === idp.issuer);
     }
