@@ -1,6 +1,6 @@
 /** The frame: sign-in until a token works, then the navigation and the page the path names. */
 import { type FormEvent, useEffect, useState } from 'react';
-import { type Me, api, message, storeToken, storedToken } from './api';
+import { type Me, TOKEN_REFUSED_EVENT, api, message, storeToken, storedToken } from './api';
 import { Link, useRoute } from './router';
 import {
   CALLBACK_PATH,
@@ -194,6 +194,18 @@ export function App() {
       });
     // Once, at load: the path the page was opened at.
   }, []);
+
+  // A token refused while signed in (expired, revoked): back to the sign-in, saying why.
+  useEffect(() => {
+    if (!me) return;
+    const refused = () => {
+      storeToken(null);
+      setMe(null);
+      setError('Your sign-in is no longer valid (it expired or was revoked): sign in again.');
+    };
+    window.addEventListener(TOKEN_REFUSED_EVENT, refused);
+    return () => window.removeEventListener(TOKEN_REFUSED_EVENT, refused);
+  }, [me]);
 
   // Each page gets a title of its own, so a screen reader and the tab say where one is.
   useEffect(() => {

@@ -313,6 +313,26 @@ type JsonBody = any;
       await page.getByLabel('Token').waitFor();
     });
 
+    it('a token refused while signed in (revoked; an access token that expired alike) brings back the sign-in', async () => {
+      const minted = await call(TEST_ADMIN_TOKEN, 'POST', '/keys', {
+        role: 'user',
+        subject: owner,
+        label: 'short-lived',
+      });
+      await page.goto(`${base}/console`, { waitUntil: 'load' });
+      await page.evaluate('sessionStorage.clear()');
+      await page.reload({ waitUntil: 'load' });
+      await page.getByLabel('Token').fill(minted.body.token);
+      await page.getByRole('button', { name: 'Sign in', exact: true }).click();
+      await page.getByTestId('who').waitFor();
+      expect((await call(TEST_ADMIN_TOKEN, 'DELETE', `/keys/${minted.body.id}`)).status).toBe(204);
+      await page.getByRole('link', { name: 'Decided' }).click();
+      const error = page.getByTestId('sign-in-error');
+      await error.waitFor();
+      await expect(error.innerText()).resolves.toContain('no longer valid');
+      expect((await storage()).session).toEqual({});
+    });
+
     it('nothing broke the CSP and nothing went anywhere but the service and the provider', () => {
       expect(cspReports).toEqual([]);
       // The provider's own login page imports a web font; the console itself asks for nothing elsewhere.
