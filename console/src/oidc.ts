@@ -135,10 +135,14 @@ async function exchange(settings: OidcSettings, code: string, pending: Pending):
   }
   const body = (await res.json().catch(() => ({}))) as Record<string, unknown>;
   if (!res.ok) {
+    const code = typeof body.error === 'string' ? body.error : String(res.status);
     const detail = typeof body.error_description === 'string' ? `: ${body.error_description}` : '';
-    throw new SignInError(`The identity provider refused the code (${String(body.error ?? res.status)})${detail}.`);
+    throw new SignInError(`The identity provider refused the code (${code})${detail}.`);
   }
-  if (typeof body.access_token !== 'string' || String(body.token_type).toLowerCase() !== 'bearer') {
+  if (
+    typeof body.access_token !== 'string' ||
+    (typeof body.token_type === 'string' ? body.token_type : '').toLowerCase() !== 'bearer'
+  ) {
     throw new SignInError('The identity provider sent no bearer access token.');
   }
   checkNonce(body.id_token, pending.nonce);

@@ -324,7 +324,9 @@ type JsonBody = any;
       await page.reload({ waitUntil: 'load' });
       await page.getByLabel('Token').fill(minted.body.token);
       await page.getByRole('button', { name: 'Sign in', exact: true }).click();
-      await page.getByTestId('who').waitFor();
+      // A page that calls the API only when opened (the inbox's event stream would notice the revocation itself).
+      await page.getByRole('link', { name: 'Conversations' }).click();
+      await page.getByRole('link', { name: conversation }).waitFor();
       expect((await call(TEST_ADMIN_TOKEN, 'DELETE', `/keys/${minted.body.id}`)).status).toBe(204);
       await page.getByRole('link', { name: 'Decided' }).click();
       const error = page.getByTestId('sign-in-error');
