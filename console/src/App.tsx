@@ -157,7 +157,14 @@ function NotFound() {
  * The console's settings, then: back from the identity provider, the code exchanged for a token; then the
  * token (that one, or one kept in this tab) checked with GET /me.
  */
-async function signInOnLoad(path: string): Promise<{ config: ConsoleConfig; me: Me | null }> {
+let onLoad: Promise<{ config: ConsoleConfig; me: Me | null }> | undefined;
+
+/** Once per page load: React's development mode runs effects twice, and a code is exchanged only once. */
+function signInOnLoad(path: string): Promise<{ config: ConsoleConfig; me: Me | null }> {
+  return (onLoad ??= signIn(path));
+}
+
+async function signIn(path: string): Promise<{ config: ConsoleConfig; me: Me | null }> {
   const config = await loadConsoleConfig();
   if (path === CALLBACK_PATH) storeToken(await finishSignIn(config.oidc, window.location.search));
   if (!storedToken()) return { config, me: null };
