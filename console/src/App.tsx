@@ -153,26 +153,36 @@ function NotFound() {
   );
 }
 
-/**
- * The console's settings, then: back from the identity provider, the code exchanged for a token; then the
- * token (that one, or one kept in this tab) checked with GET /me.
- */
-let onLoad: Promise<{ config: ConsoleConfig; me: Me | null }> | undefined;
+interface OnLoad {
+  config: ConsoleConfig;
+  me: Me | null;
+  error: string | null;
+}
+
+let onLoad: Promise<OnLoad> | undefined;
 
 /** Once per page load: React's development mode runs effects twice, and a code is exchanged only once. */
-function signInOnLoad(path: string): Promise<{ config: ConsoleConfig; me: Me | null }> {
+function signInOnLoad(path: string): Promise<OnLoad> {
   return (onLoad ??= signIn(path));
 }
 
-async function signIn(path: string): Promise<{ config: ConsoleConfig; me: Me | null }> {
+/**
+ * The console's settings, then: back from the identity provider, the code exchanged for a token; then the
+ * token (that one, or one kept in this tab) checked with GET /me. A failure is said on the sign-in page.
+ */
+async function signIn(path: string): Promise<OnLoad> {
   const config = await loadConsoleConfig();
-  if (path === CALLBACK_PATH) storeToken(await finishSignIn(config.oidc, window.location.search));
-  if (!storedToken()) return { config, me: null };
   try {
-    return { config, me: await api<Me>('/me') };
+    if (path === CALLBACK_PATH) storeToken(await finishSignIn(config.oidc, window.location.search));
+  } catch (err) {
+    return { config, me: null, error: message(err) };
+  }
+  if (!storedToken()) return { config, me: null, error: null };
+  try {
+    return { config, me: await api<Me>('/me'), error: null };
   } catch (err) {
     storeToken(null);
-    throw err;
+    return { config, me: null, error: message(err) };
   }
 }
 
@@ -185,20 +195,13 @@ export function App() {
 
   useEffect(() => {
     const callback = path === CALLBACK_PATH;
-    signInOnLoad(path)
-      .then((found) => {
-        setConfig(found.config);
-        if (found.me) accept(found.me);
-      })
-      .catch((err: unknown) => {
-        setError(message(err));
-        // The settings again: a failed sign-in still offers both ways to sign in.
-        void loadConsoleConfig().then(setConfig);
-      })
-      .finally(() => {
-        if (callback) replace('/');
-        setChecking(false);
-      });
+    void signInOnLoad(path).then((loaded) => {
+      setConfig(loaded.config);
+      setError(loaded.error);
+      if (loaded.me) accept(loaded.me);
+      if (callback) replace('/');
+      setChecking(false);
+    });
     // Once, at load: the path the page was opened at.
   }, []);
 
