@@ -300,6 +300,30 @@ type JsonBody = any;
       expect((await storage()).session).toEqual({});
     });
 
+    it('an ID token for another sign-in (its nonce differs) is refused, its access token not kept', async () => {
+      let swapped = false;
+      await page.route(`${idp.issuer}/token`, async (route) => {
+        const response = await route.fetch();
+        const body = (await response.json()) as { id_token: string };
+        const [header, payload, signature] = body.id_token.split('.') as [string, string, string];
+        const claims = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Record<string, unknown>;
+        const replayed = Buffer.from(JSON.stringify({ ...claims, nonce: 'another-sign-in' })).toString('base64url');
+        swapped = true;
+        await route.fulfill({ response, json: { ...body, id_token: `${header}.${replayed}.${signature}` } });
+      });
+      try {
+        await pressSignIn();
+        await loginAtProvider(owner);
+        const error = page.getByTestId('sign-in-error');
+        await error.waitFor();
+        await expect(error.innerText()).resolves.toContain('its nonce differs');
+      } finally {
+        await page.unroute(`${idp.issuer}/token`);
+      }
+      expect(swapped).toBe(true);
+      expect((await storage()).session).toEqual({});
+    });
+
     it('a sign-in cancelled at the provider comes back as access_denied, shown', async () => {
       await pressSignIn();
       await page.getByRole('link', { name: '[ Cancel ]' }).click();
