@@ -16,6 +16,7 @@ import { errorHandler, getOnly, methodGuard, requestLogging, unmatchedRoute } fr
 import { setTrustProxy } from './http/trust-proxy';
 import { createExpressServer } from './http/express-server';
 import { CONSOLE_PATH, consoleHandlers } from './http/console';
+import { createConsoleOidc } from './http/console-oidc';
 import { MCP_PATH, mcpRouter } from './mcp/conversation-mcp';
 import { mcpBodyErrors } from './mcp/json-rpc-errors';
 import type { Services } from './services';
@@ -76,7 +77,8 @@ function usePublicDocuments(app: Express, services: Services, spec: { text: stri
   });
   app.use('/docs', getOnly, swaggerUi.serve, swaggerUi.setup(spec.json, { customSiteTitle: 'Tool orchestration API' }));
   // The console's page and assets (src/http/console.ts); the API calls it makes need a token.
-  app.use(CONSOLE_PATH, ...consoleHandlers());
+  const { consoleOidc, jwt } = services.config;
+  app.use(CONSOLE_PATH, ...consoleHandlers(undefined, createConsoleOidc(consoleOidc, jwt?.issuer, services.logger)));
 }
 
 export function buildApp(services: Services): Express {

@@ -63,6 +63,12 @@ export const ZConfig = z.object({
   AUTH_ISSUER: z.string().optional(),
   AUTH_AUDIENCE: z.string().optional(),
   AUTH_ROLE_CLAIM: z.string().default('role'),
+  /** The console's sign-in with the identity provider (authorization code + PKCE): a public client, no secret. */
+  CONSOLE_OIDC_CLIENT_ID: z.string().max(512).optional(),
+  CONSOLE_OIDC_SCOPES: z.string().default('openid'),
+  /** Both or neither; unset: discovered from AUTH_ISSUER's /.well-known/openid-configuration. */
+  CONSOLE_OIDC_AUTHORIZATION_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
+  CONSOLE_OIDC_TOKEN_URL: z.url({ protocol: /^https?$/, error: 'must be an http(s) URL' }).optional(),
   /** Requests per principal per minute on this replica; failed authentications per client address likewise. */
   RATE_LIMIT_PER_MINUTE: z.coerce.number().int().min(1).max(100_000_000).default(1200),
   /** Comma-separated origins (scheme://host[:port]) allowed besides the service's own. */
@@ -138,6 +144,8 @@ export interface Config {
   adminApiKey: string | undefined;
   /** Set when JWTs are accepted. */
   jwt: { jwksUrl: string; issuer: string; audience: string; roleClaim: string } | undefined;
+  /** Set when the console offers sign-in with the identity provider (only with jwt). */
+  consoleOidc: ConsoleOidcConfig | undefined;
   rateLimitPerMinute: number;
   allowedOrigins: string[];
   /** undefined: the default for the listening address (src/http/host-origin.ts). */
@@ -162,6 +170,14 @@ export interface Config {
   participantAllowedHosts: string[];
   webhookTimeoutMs: number;
   resourceSweepIntervalMs: number;
+}
+
+export interface ConsoleOidcConfig {
+  clientId: string;
+  /** Space-separated, as OAuth sends them. */
+  scopes: string;
+  /** Given by CONSOLE_OIDC_AUTHORIZATION_URL and CONSOLE_OIDC_TOKEN_URL; undefined: discovered from the issuer. */
+  endpoints: { authorization: string; token: string } | undefined;
 }
 
 const list = (v: string | undefined): string[] | undefined =>
@@ -229,7 +245,47 @@ function checkedEnv(env: NodeJS.ProcessEnv | Record<string, string | undefined>)
   if (jwtVars.some((v) => v !== undefined) && !jwtVars.every((v) => v !== undefined)) {
     throw new ConfigError(['AUTH_JWKS_URL, AUTH_ISSUER, AUTH_AUDIENCE: set all three to accept JWTs, or none of them']);
   }
+  checkConsoleOidc(c);
   return c;
+}
+
+/** The console's identity-provider sign-in needs the JWT settings (the tokens it gets are those JWTs) and both endpoints or neither. */
+function checkConsoleOidc(c: TEnv): void {
+  const endpoints = [c.CONSOLE_OIDC_AUTHORIZATION_URL, c.CONSOLE_OIDC_TOKEN_URL];
+  const any = c.CONSOLE_OIDC_CLIENT_ID !== undefined || endpoints.some((v) => v !== undefined);
+  if (any && c.CONSOLE_OIDC_CLIENT_ID === undefined) {
+    throw new ConfigError([
+      'CONSOLE_OIDC_CLIENT_ID: required with CONSOLE_OIDC_AUTHORIZATION_URL or CONSOLE_OIDC_TOKEN_URL',
+    ]);
+  }
+  if (any && c.AUTH_JWKS_URL === undefined) {
+    throw new ConfigError([
+      'CONSOLE_OIDC_CLIENT_ID: the console signs in with the identity provider only when JWTs are accepted: ' +
+        'set AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE too',
+    ]);
+  }
+  if (endpoints.some((v) => v !== undefined) && !endpoints.every((v) => v !== undefined)) {
+    throw new ConfigError([
+      'CONSOLE_OIDC_AUTHORIZATION_URL, CONSOLE_OIDC_TOKEN_URL: set both, or neither to discover them from AUTH_ISSUER',
+    ]);
+  }
+  // RFC 6749 §3.3: scope-tokens of printable ASCII but space, '"' and '\\'.
+  if (!c.CONSOLE_OIDC_SCOPES.split(/\s+/).every((scope) => /^[\x21\x23-\x5b\x5d-\x7e]+$/.test(scope))) {
+    throw new ConfigError([
+      `CONSOLE_OIDC_SCOPES: space-separated OAuth scopes (got ${JSON.stringify(c.CONSOLE_OIDC_SCOPES)})`,
+    ]);
+  }
+}
+
+function consoleOidcOf(c: TEnv): ConsoleOidcConfig | undefined {
+  if (c.CONSOLE_OIDC_CLIENT_ID === undefined) return undefined;
+  const authorization = c.CONSOLE_OIDC_AUTHORIZATION_URL;
+  const token = c.CONSOLE_OIDC_TOKEN_URL;
+  return {
+    clientId: c.CONSOLE_OIDC_CLIENT_ID,
+    scopes: c.CONSOLE_OIDC_SCOPES.split(/\s+/).join(' '),
+    endpoints: authorization !== undefined && token !== undefined ? { authorization, token } : undefined,
+  };
 }
 
 /** What the app reads, from the checked variables: names it uses, defaults that depend on others. */
@@ -259,6 +315,7 @@ function toConfig(c: TEnv): Config {
       c.AUTH_JWKS_URL !== undefined && c.AUTH_ISSUER !== undefined && c.AUTH_AUDIENCE !== undefined
         ? { jwksUrl: c.AUTH_JWKS_URL, issuer: c.AUTH_ISSUER, audience: c.AUTH_AUDIENCE, roleClaim: c.AUTH_ROLE_CLAIM }
         : undefined,
+    consoleOidc: consoleOidcOf(c),
     rateLimitPerMinute: c.RATE_LIMIT_PER_MINUTE,
     allowedOrigins: list(c.ALLOWED_ORIGINS) ?? [],
     allowedHosts: list(c.ALLOWED_HOSTS),

@@ -13,6 +13,13 @@ export function storeToken(token: string | null): void {
   else sessionStorage.setItem(TOKEN_KEY, token);
 }
 
+/**
+ * Dispatched on window when the API answers 401 to a request made with the
+ * stored token: it is no longer good (expired, as an identity provider's
+ * access tokens soon are, or revoked), and the console asks for a sign-in.
+ */
+export const TOKEN_REFUSED_EVENT = 'console:token-refused';
+
 /** A refusal from the API: its status, and the problem's or negotiate's code and message. */
 export class ApiError extends Error {
   constructor(
@@ -58,6 +65,7 @@ export async function apiFull<T>(path: string, options: RequestOptions = {}): Pr
     body = JSON.stringify(options.body);
   }
   const res = await fetch(path, { method: options.method ?? 'GET', headers, body, cache: 'no-store' });
+  if (res.status === 401 && token) window.dispatchEvent(new Event(TOKEN_REFUSED_EVENT));
   if (!res.ok) throw await errorOf(res);
   const parsed = res.status === 204 ? undefined : ((await res.json()) as T);
   return { body: parsed as T, headers: res.headers };

@@ -3,7 +3,14 @@ import { type MouseEvent, type ReactNode, createContext, useContext, useEffect, 
 
 export const BASE = '/console';
 
-const RouteContext = createContext<{ path: string; go: (path: string) => void }>({ path: '/', go: () => undefined });
+interface Route {
+  path: string;
+  go: (path: string) => void;
+  /** Go without a history entry (the sign-in callback's address is not one to come back to). */
+  replace: (path: string) => void;
+}
+
+const RouteContext = createContext<Route>({ path: '/', go: () => undefined, replace: () => undefined });
 
 function current(): string {
   const path = window.location.pathname.startsWith(BASE) ? window.location.pathname.slice(BASE.length) : '/';
@@ -21,7 +28,11 @@ export function RouterProvider({ children }: { children: ReactNode }) {
     window.history.pushState(null, '', BASE + to);
     setPath(to);
   };
-  return <RouteContext.Provider value={{ path, go }}>{children}</RouteContext.Provider>;
+  const replace = (to: string) => {
+    window.history.replaceState(null, '', BASE + to);
+    setPath(to);
+  };
+  return <RouteContext.Provider value={{ path, go, replace }}>{children}</RouteContext.Provider>;
 }
 
 export function useRoute() {

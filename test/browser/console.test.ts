@@ -11,7 +11,7 @@
  * overrides). Without it the suite is skipped with a message, unless
  * CI_REQUIRE_BROWSER is set: then it fails.
  */
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -19,14 +19,18 @@ import { join } from 'node:path';
 import { type BrowserContext, type Page, chromium } from 'playwright-core';
 import { PROJECT_ROOT } from '../../src/project-root';
 import { TEST_ADMIN_TOKEN } from '../support/auth';
+import {
+  CHROMIUM_ARGS,
+  CHROMIUM_PATH,
+  browserRequired,
+  chromiumPresent,
+  expectAccessible as accessible,
+} from '../support/browser';
 import { ensureConsoleBuilt } from '../support/console-build';
 import { waitFor } from '../support/poll';
 import { type ChangingUpstream, startChangingUpstream } from '../participants/support/changing-upstream';
 import { type TestApp, createTestApp } from '../support/test-app';
 
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const chromiumPresent = existsSync(CHROMIUM_PATH);
-const browserRequired = (process.env.CI_REQUIRE_BROWSER ?? '') !== '';
 /**
  * Where the screenshots go: a scratch directory, so a test run leaves the checkout as it was;
  * `CONSOLE_SCREENSHOTS=1` writes them into docs/console/ (how docs/console.md's pictures are made).
@@ -35,17 +39,6 @@ const SHOTS =
   process.env.CONSOLE_SCREENSHOTS === '1'
     ? join(PROJECT_ROOT, 'docs', 'console')
     : mkdtempSync(join(tmpdir(), 'console-shots-'));
-
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 if (!chromiumPresent && !browserRequired) {
   console.warn(
@@ -57,13 +50,6 @@ if (!chromiumPresent && !browserRequired) {
 // JSON bodies from the API, asserted on as the other suites do.
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type JsonBody = any;
-
-interface AxeViolation {
-  id: string;
-  impact: string | null;
-  help: string;
-  nodes: { target: unknown[] }[];
-}
 
 (chromiumPresent || browserRequired ? describe : describe.skip)('the console at /console in headless Chromium', () => {
   let testApp: TestApp;
@@ -156,17 +142,7 @@ interface AxeViolation {
     await upstream?.close();
   });
 
-  /** axe-core run in the page (evaluated through DevTools, which the page's CSP does not govern): no serious or critical violation. */
-  async function expectAccessible(name: string): Promise<void> {
-    const source = readFileSync(require.resolve('axe-core/axe.min.js'), 'utf8');
-    await page.evaluate(source);
-    // Expressions in the page's own terms (this project's TypeScript has no DOM types outside console/).
-    const violations = await page.evaluate<AxeViolation[]>(
-      'axe.run().then((r) => r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help, nodes: v.nodes.map((n) => ({ target: n.target })) })))',
-    );
-    const serious = violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-    expect([name, serious]).toEqual([name, []]);
-  }
+  const expectAccessible = (name: string) => accessible(page, name);
 
   async function shot(name: string): Promise<void> {
     await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });

@@ -95,6 +95,7 @@ describe('identity and access settings', () => {
     expect(c).toMatchObject({
       adminApiKey: undefined,
       jwt: undefined,
+      consoleOidc: undefined,
       rateLimitPerMinute: 1200,
       allowedOrigins: [],
       allowedHosts: undefined,
@@ -114,6 +115,35 @@ describe('identity and access settings', () => {
     });
     expect(() => loadConfig({ AUTH_JWKS_URL: all.AUTH_JWKS_URL })).toThrow(/set all three/);
     expect(() => loadConfig({ ...all, AUTH_JWKS_URL: 'ftp://x' })).toThrow(ConfigError);
+  });
+
+  it("takes the console's identity-provider sign-in only with the JWT settings, endpoints both or neither", () => {
+    const jwt = { AUTH_JWKS_URL: 'https://idp.example/jwks', AUTH_ISSUER: 'https://idp.example', AUTH_AUDIENCE: 'gw' };
+    expect(loadConfig(jwt).consoleOidc).toBeUndefined();
+    expect(loadConfig({ ...jwt, CONSOLE_OIDC_CLIENT_ID: 'console' }).consoleOidc).toEqual({
+      clientId: 'console',
+      scopes: 'openid',
+      endpoints: undefined,
+    });
+    const explicit = {
+      ...jwt,
+      CONSOLE_OIDC_CLIENT_ID: 'console',
+      CONSOLE_OIDC_SCOPES: 'openid  profile',
+      CONSOLE_OIDC_AUTHORIZATION_URL: 'https://idp.example/auth',
+      CONSOLE_OIDC_TOKEN_URL: 'https://idp.example/token',
+    };
+    expect(loadConfig(explicit).consoleOidc).toEqual({
+      clientId: 'console',
+      scopes: 'openid profile',
+      endpoints: { authorization: 'https://idp.example/auth', token: 'https://idp.example/token' },
+    });
+    expect(() => loadConfig({ CONSOLE_OIDC_CLIENT_ID: 'console' })).toThrow(
+      /AUTH_JWKS_URL, AUTH_ISSUER and AUTH_AUDIENCE/,
+    );
+    expect(() => loadConfig({ ...explicit, CONSOLE_OIDC_TOKEN_URL: '' })).toThrow(/set both, or neither/);
+    expect(() => loadConfig({ ...explicit, CONSOLE_OIDC_CLIENT_ID: '' })).toThrow(/CONSOLE_OIDC_CLIENT_ID: required/);
+    expect(() => loadConfig({ ...explicit, CONSOLE_OIDC_TOKEN_URL: 'javascript:alert(1)' })).toThrow(ConfigError);
+    expect(() => loadConfig({ ...explicit, CONSOLE_OIDC_SCOPES: 'openid "x"' })).toThrow(/CONSOLE_OIDC_SCOPES/);
   });
 
   it('refuses a short ADMIN_API_KEY and parses lists and TRUST_PROXY', () => {
