@@ -36,6 +36,11 @@ export interface SharedContextOptions {
   readUnit?: UnitOfWork;
   /** A resource already read with the permission check (a read action's declared prefetch). */
   prefetched?: { name: string; resource: Resource | null };
+  /**
+   * The action's `produces` schemas (tool-dependencies.ts, productCheck):
+   * throws before a non-conforming write is sent, so nothing of it is written.
+   */
+  produces?: (name: string, data: unknown) => void;
 }
 
 /** The SharedContext a tool is given. */
@@ -77,6 +82,7 @@ export class ConversationSharedContext implements SharedContext {
 
   async createResource(name: string, data: unknown): Promise<Resource> {
     assertResourceName(name);
+    this.o.produces?.(name, data);
     const json = this.o.resources.encode(data);
     const { store } = this.o.resources;
     const created = await this.track(
@@ -100,6 +106,7 @@ export class ConversationSharedContext implements SharedContext {
 
   async updateResource(name: string, data: unknown): Promise<Resource> {
     assertResourceName(name);
+    this.o.produces?.(name, data);
     const json = this.o.resources.encode(data);
     const { store } = this.o.resources;
     const updated = await this.track(
