@@ -14,8 +14,13 @@
  * is not checked (the handler answers that call as it would without one).
  *
  * An action that requires what it produces itself (a read-modify-write) is
- * no edge of the graph and no cycle; any other cycle makes the contracts
- * unsatisfiable, and the registry refuses the tools in it (refuseCycles).
+ * no edge of the graph. A cycle of declared contracts is refused at load time
+ * (refuseCycles): none of its actions could run before the others. Only
+ * specific patterns close a cycle: a pattern that is one placeholder alone
+ * (`{name}`: any resource, as data-tool's and transform-tool's contracts
+ * say) draws its edges in the graph but names no particular resource, so it
+ * pins no order; counting it would make every pipeline step that also reads
+ * a generic producer's output a cycle with transform-tool.
  */
 import { z } from 'zod';
 import { isValidId } from './resource-names';
@@ -236,15 +241,27 @@ function open(pattern: string): string {
 
 // ---- The graph ---------------------------------------------------------------------
 
-/** Edges from each producer to each consumer whose requires meet its produces (no self edges), sorted. */
-export function dependencyEdges(actions: readonly ContractAction[]): DependencyEdge[] {
+/** A pattern that is one placeholder alone: any resource. */
+function isGeneric(pattern: string): boolean {
+  return /^\{[A-Za-z_][A-Za-z0-9_]*\}$/.test(pattern);
+}
+
+/**
+ * Edges from each producer to each consumer whose requires meet its produces
+ * (no self edges), sorted; `specificOnly`: only between specific patterns
+ * (what closes a cycle).
+ */
+export function dependencyEdges(actions: readonly ContractAction[], specificOnly = false): DependencyEdge[] {
   const producers = actions.filter((a) => a.produces);
   const edges = new Map<string, DependencyEdge>();
   for (const consumer of actions) {
     for (const r of consumer.requires ?? []) {
+      if (specificOnly && isGeneric(r.resource)) continue;
       for (const producer of producers) {
         if (producer === consumer) continue;
-        if (!producer.produces!.some((p) => patternsMeet(open(r.resource), open(p.resource)))) continue;
+        const meets = (p: LoadedProduct): boolean =>
+          !(specificOnly && isGeneric(p.resource)) && patternsMeet(open(r.resource), open(p.resource));
+        if (!producer.produces!.some(meets)) continue;
         const edge = { from: producer.qualifiedName, to: consumer.qualifiedName, resource: r.resource };
         edges.set(`${edge.from} ${edge.to} ${edge.resource}`, edge);
       }
@@ -299,7 +316,12 @@ export function refuseCycles<T extends { name: string; actions: readonly Contrac
   let kept = [...tools];
   const refused: { tool: T; reason: string }[] = [];
   for (;;) {
-    const cycles = dependencyCycles(dependencyEdges(kept.flatMap((t) => t.actions)));
+    const cycles = dependencyCycles(
+      dependencyEdges(
+        kept.flatMap((t) => t.actions),
+        true,
+      ),
+    );
     if (cycles.length === 0) return { kept, refused };
     for (const cycle of cycles) {
       const inCycle = kept.filter((t) => cycle.some((q) => q.startsWith(`${t.name}/`)));
