@@ -90,6 +90,31 @@ type DecisionRow = {
 export class SqlDecisionStore implements DecisionStore {
   constructor(private readonly pool: Queryable) {}
 
+  /** The statement for a known conversation: with the prefetch or the waiting check, and the required column when asked. */
+  private first(
+    conversationId: string,
+    tool: string,
+    prefetch: string | undefined,
+    extras: DecisionExtras,
+  ): Promise<{ rows: DecisionRow[] }> {
+    const { waitingFor, required } = extras;
+    const req = required ? [required.names, required.withData] : [];
+    if (prefetch === undefined) {
+      return prepared<DecisionRow>(
+        this.pool,
+        required ? 'decision_select_required' : 'decision_select',
+        required ? DECISION_SELECT_REQUIRED : DECISION_SELECT,
+        [conversationId, tool, waitingFor?.action ?? null, waitingFor?.requestedBy ?? null, ...req],
+      );
+    }
+    return prepared<DecisionRow>(
+      this.pool,
+      required ? 'decision_prefetch_required' : 'decision_prefetch',
+      required ? DECISION_SELECT_PREFETCH_REQUIRED : DECISION_SELECT_PREFETCH,
+      [conversationId, tool, prefetch, ...req],
+    );
+  }
+
   async load(
     conversationId: string,
     tool: string,
@@ -98,22 +123,9 @@ export class SqlDecisionStore implements DecisionStore {
     extras: DecisionExtras = {},
   ): Promise<DecisionContext> {
     const db = this.pool;
-    const { waitingFor, required } = extras;
+    const { required } = extras;
     const req = required ? [required.names, required.withData] : [];
-    const first =
-      prefetch === undefined
-        ? await prepared<DecisionRow>(
-            db,
-            required ? 'decision_select_required' : 'decision_select',
-            required ? DECISION_SELECT_REQUIRED : DECISION_SELECT,
-            [conversationId, tool, waitingFor?.action ?? null, waitingFor?.requestedBy ?? null, ...req],
-          )
-        : await prepared<DecisionRow>(
-            db,
-            required ? 'decision_prefetch_required' : 'decision_prefetch',
-            required ? DECISION_SELECT_PREFETCH_REQUIRED : DECISION_SELECT_PREFETCH,
-            [conversationId, tool, prefetch, ...req],
-          );
+    const first = await this.first(conversationId, tool, prefetch, extras);
     let row = first.rows[0];
     // Only a row of the prefetching statement says whether the resource exists.
     const prefetched =
