@@ -114,6 +114,7 @@ function jsonSchemaOf(schema: z.ZodType, where: string): Record<string, unknown>
   } catch (err) {
     throw new Error(
       `${where}: schema cannot be converted to JSON Schema (${err instanceof Error ? err.message : String(err)})`,
+      { cause: err },
     );
   }
 }
@@ -181,7 +182,7 @@ export function contractsFromJson(meta: {
     // A schema z.fromJSONSchema cannot read checks nothing rather than refusing every write.
     let problem: ((data: unknown) => string | undefined) | undefined;
     try {
-      problem = problemOf(z.fromJSONSchema(entry.schema as Parameters<typeof z.fromJSONSchema>[0]));
+      problem = problemOf(z.fromJSONSchema(entry.schema));
     } catch {
       problem = undefined;
     }

@@ -22,7 +22,7 @@ import { basename, resolve } from 'node:path';
 import { refuseCycles } from './tool-dependencies';
 import type { ToolLogger } from './tool-interface';
 import { evictModuleCache, findModuleFiles, isMissingDir } from './tool-module-files';
-import { SkipModule, byName, errorMessage, loadToolModule, type LoadedAction, type LoadedTool } from './tool-module';
+import { SkipModule, errorMessage, loadToolModule, type LoadedTool } from './tool-module';
 import type { ToolHost } from './tool-sandbox/host';
 import { loadIsolatedTool } from './tool-sandbox/isolated-tool';
 
