@@ -113,7 +113,7 @@ export class NegotiateController extends Controller {
    * same body gets it back with `Idempotent-Replayed: true` and runs nothing;
    * another body is 422 `idempotency_key_reused`; a repeat while the first
    * still runs is 409 `conflict`. Refusals decided before anything ran
-   * (routing, policy, permission, args, dry runs), special actions, a
+   * (routing, policy, permission, args, dependencies, dry runs), special actions, a
    * failed action (its writes rolled back: 4xx from the tool, 500
    * tool_error) and 503s are not kept: a retry with the key runs afresh.
    * A participant's action (a remote tool) keeps whatever its upstream

@@ -132,6 +132,18 @@ describe('requires', () => {
     expect(dry.body.code).toBe('dependency_unmet');
   });
 
+  it('is not kept under an Idempotency-Key: the same key runs once the resource exists', async () => {
+    const id = await conversation();
+    const call = { action: 'export-tool/export-resource', args: { name: 'rows', format: 'json' } };
+    const keyed = (): supertest.Test =>
+      request(t.app).post(`/conversations/${id}/negotiate`).set('Idempotency-Key', 'dep-1').send(call);
+    expect((await keyed().expect(409)).body.code).toBe('dependency_unmet');
+    await negotiate(id, { action: 'data-tool/create-resource', args: { name: 'rows', data: [1] } }).expect(200);
+    const ran = await keyed().expect(200);
+    expect(ran.headers['idempotent-replayed']).toBeUndefined();
+    expect(JSON.parse(ran.body.output.content as string)).toEqual([1]);
+  });
+
   it('leaves actions without requires as they were: read-resource still answers resource_not_found', async () => {
     const id = await conversation();
     const res = await negotiate(id, { action: 'data-tool/read-resource', args: { name: 'nope' } }).expect(404);
