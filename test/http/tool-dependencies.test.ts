@@ -39,6 +39,9 @@ const REPORT_TOOL = `module.exports = ({ defineTool, defineAction, z }) => defin
         const total = sales.data.amounts.reduce((a, b) => a + b, 0);
         return ctx.sharedContext.createResource('report-' + id, bad ? { total: String(total) } : { total });
       } }),
+    total: defineAction({ description: 'A total, for saveAs', level: 1, input: z.object({ id: z.string() }),
+      produces: [{ resource: 'total-{id}', schema: z.object({ total: z.number() }) }],
+      handler: async ({ id }) => ({ total: id === 'bad' ? 'none' : 1 }) }),
     'read-report': defineAction({ description: 'Reads report-{id}', level: 1, input: z.object({ id: z.string() }),
       requires: [{ resource: 'report-{id}' }],
       handler: async ({ id }, ctx) => (await ctx.sharedContext.getResource('report-' + id)).data }),
@@ -199,6 +202,20 @@ describe('produces', () => {
     const res = await negotiate(id, { action: 'report-tool/build-report', args: { id: 'q2', bad: true } }).expect(500);
     expect(res.body.code).toBe('tool_error');
     await request(t.app).get(`/conversations/${id}/resources/report-q2`).expect(404);
+  });
+});
+
+describe('produces, on saveAs', () => {
+  it('checks the saved result against the schema of the name it is saved under', async () => {
+    const id = await conversation('report-tool');
+    const total = (arg: string): supertest.Test =>
+      negotiate(id, { action: 'report-tool/total', args: { id: arg }, saveAs: `total-${arg}` });
+    await total('ok').expect(200);
+    expect((await request(t.app).get(`/conversations/${id}/resources/total-ok`).expect(200)).body.data).toEqual({
+      total: 1,
+    });
+    expect((await total('bad').expect(500)).body.code).toBe('tool_error');
+    await request(t.app).get(`/conversations/${id}/resources/total-bad`).expect(404);
   });
 });
 
