@@ -151,6 +151,8 @@ export default defineTool({
         field: z.string().min(1).max(128).optional().describe('Field to take the numbers from'),
       }),
       output: ZSummary,
+      // The consumer of seed 002's pattern 1; checked from the same read as the prefetch.
+      requires: [{ resource: '{name}' }],
       prefetch: ({ name }) => name,
       handler: async ({ name, field }, ctx) => {
         const resource = await requireResource(ctx.sharedContext, name);

@@ -38,6 +38,8 @@ export default defineTool({
         message: 'Resource created by data-tool',
         resource: await ctx.sharedContext.createResource(name, data, { ttlSeconds }),
       }),
+      // The producer of seed 002's pattern 1: what the consumers' requires name (API.md, "Tool dependencies").
+      produces: [{ resource: '{name}' }],
       // One write, its last step: it commits on its own, with the call's audit entry.
       singleWrite: true,
     }),
@@ -57,6 +59,8 @@ export default defineTool({
       input: z.object({ name: ZResourceName, data: ZData, ttlSeconds: ZTtlSeconds.optional() }),
       output: ZResourceOutput,
       handler: ({ name, data, ttlSeconds }, ctx) => ctx.sharedContext.updateResource(name, data, { ttlSeconds }),
+      // No requires: a missing resource stays its own resource_not_found, as read-resource's does.
+      produces: [{ resource: '{name}' }],
       singleWrite: true,
     }),
     'list-resources': defineAction({

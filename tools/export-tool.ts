@@ -264,6 +264,7 @@ export default defineTool({
       level: 1,
       input: z.object({ name: ZResourceName, format: ZFormat }),
       output: z.object({ name: z.string(), format: ZExportFormat, content: z.string().describe('The exported text') }),
+      requires: [{ resource: '{name}' }],
       prefetch: ({ name }) => name,
       handler: async ({ name, format }, ctx) => {
         const resource = await requireResource(ctx.sharedContext, name);
@@ -292,6 +293,7 @@ export default defineTool({
         path: z.string().describe("The file written, relative to the conversation's export directory"),
         bytes: z.number().int().describe('Its size'),
       }),
+      requires: [{ resource: '{name}' }],
       handler: async ({ name, format, path }, ctx) => {
         exportPathSegments(path); // a bad path is invalid_args before anything is read or created
         const resource = await requireResource(ctx.sharedContext, name);

@@ -193,6 +193,9 @@ export default defineTool({
         'written to `target` the target receives the transformed value alone. Without `target` the source is updated.',
       level: 2,
       input: ZTransformArgs,
+      // A pipeline step: its source comes from a producer first; it writes `target` (or the source again).
+      requires: [{ resource: '{name}' }],
+      produces: [{ resource: '{target}' }],
       output: z.object({
         source: z.string().describe('The resource read'),
         target: z.string().describe('The resource written (the source when transformed in place)'),

@@ -24,6 +24,7 @@ import type { Id, IdempotencyKey, JsonObject } from './types';
 import {
   ambiguousActionExample,
   deniedExample,
+  dependencyUnmetExample,
   invalidArgsExample,
   negotiatedDryRunExample,
   negotiatedExample,
@@ -112,7 +113,7 @@ export class NegotiateController extends Controller {
    * same body gets it back with `Idempotent-Replayed: true` and runs nothing;
    * another body is 422 `idempotency_key_reused`; a repeat while the first
    * still runs is 409 `conflict`. Refusals decided before anything ran
-   * (routing, policy, permission, args, dry runs), special actions, a
+   * (routing, policy, permission, args, dependencies, dry runs), special actions, a
    * failed action (its writes rolled back: 4xx from the tool, 500
    * tool_error) and 503s are not kept: a retry with the key runs afresh.
    * A participant's action (a remote tool) keeps whatever its upstream
@@ -179,9 +180,10 @@ export class NegotiateController extends Controller {
   @Response<NegotiationResult | Problem>(409, '', ambiguousActionExample, NEGOTIATE_OR_PROBLEM)
   @Response<NegotiationResult | Problem>(409, '', resourceExistsExample, NEGOTIATE_OR_PROBLEM)
   @Response<NegotiationResult | Problem>(409, '', toolDefinitionChangedExample, NEGOTIATE_OR_PROBLEM)
+  @Response<NegotiationResult | Problem>(409, '', dependencyUnmetExample, NEGOTIATE_OR_PROBLEM)
   @Response<NegotiationResult | Problem>(
     409,
-    "ambiguous_action, resource_exists, approval_mismatch (the approval is for another call), approval_used or tool_definition_changed (a participant's action whose definition changed upstream, awaiting an admin's approval) (NegotiationResult); a request with this Idempotency-Key still running (conflict, problem+json)",
+    "ambiguous_action, resource_exists, approval_mismatch (the approval is for another call), approval_used, tool_definition_changed (a participant's action whose definition changed upstream, awaiting an admin's approval) or dependency_unmet (the action's declared requires not met: output.missing names each resource and its producers) (NegotiationResult); a request with this Idempotency-Key still running (conflict, problem+json)",
     idempotencyInFlightExample,
     NEGOTIATE_OR_PROBLEM,
   )

@@ -49,6 +49,41 @@ export interface Action {
    * and a call answers 409 `tool_definition_changed`.
    */
   status?: 'quarantined';
+  /**
+   * Resources that must exist before the action runs (API.md, "Tool
+   * dependencies"); `{arg}` placeholders are filled from the args. Otherwise
+   * negotiate answers 409 `dependency_unmet`.
+   */
+  requires?: ResourceRequirementView[];
+  /** Resources the action writes; a write that breaks `schema` fails the call (`tool_error`), nothing written. */
+  produces?: ResourceProductView[];
+}
+
+/** A required resource: its name (with `{arg}` placeholders), the tool that must have created it, the JSON Schema its data must match. */
+export interface ResourceRequirementView {
+  resource: string;
+  createdBy?: string;
+  schema?: { [key: string]: unknown };
+}
+
+/** A produced resource: its name (with `{arg}` placeholders) and the JSON Schema its data must match. */
+export interface ResourceProductView {
+  resource: string;
+  schema?: { [key: string]: unknown };
+}
+
+/** An edge of the dependency graph: `from` produces the resource `to` requires. */
+export interface DependencyEdgeView {
+  /** The producer, `tool/action`. */
+  from: string;
+  /** The consumer, `tool/action`. */
+  to: string;
+  /** The consumer's required resource, as declared (with `{arg}` placeholders). */
+  resource: string;
+}
+
+export interface DependencyGraph {
+  edges: DependencyEdgeView[];
 }
 
 /** A registered tool and its actions. */
@@ -82,6 +117,22 @@ export class ToolsController extends Controller {
   @Response<Problem>(400, 'Malformed URL: bad percent-encoding or a NUL character', badUrlExample, PROBLEM_JSON)
   public listTools(@Request() req: ExpressRequest): ToolList {
     return { tools: this.services.catalog.toolViews(req.principal?.role === 'admin') };
+  }
+
+  /**
+   * The dependency graph of the tools' coordination contracts: an edge from
+   * each action that produces a resource to each action that requires it
+   * (a `{arg}` placeholder stands for any text). An action that requires what
+   * it produces itself has no edge to itself. Sorted by `from`, `to`,
+   * `resource`; the actions of the tools GET /tools shows.
+   * @summary The order tools' actions depend on each other in
+   */
+  @Get('graph')
+  @Response<Problem>(400, 'Malformed URL: bad percent-encoding or a NUL character', badUrlExample, PROBLEM_JSON)
+  @Response<Problem>(401, 'No valid bearer token', unauthorizedExample, PROBLEM_JSON)
+  public getGraph(): DependencyGraph {
+    const edges: DependencyEdgeView[] = [...this.services.catalog.snapshot().callable.edges];
+    return { edges };
   }
 
   // The literal routes come before `{name}`: express matches in registration

@@ -12,6 +12,7 @@ import type { Transaction, UnitOfWork, UnitsOfWork } from './ports';
 import type { ResourceService } from './resource-service';
 import { saveIn, savedData } from './save-as';
 import { ConversationSharedContext } from './shared-context';
+import { productCheck } from './tool-dependencies';
 import type { LoadedAction } from './tool-module';
 import { ToolError, type Alignment, type Resource, type ToolContext, type ToolLogger } from './tool-interface';
 
@@ -112,6 +113,7 @@ export async function runAction(deps: ExecutionDeps, call: ActionCall, attempt =
     if (refused) return { ...refused, ...decided };
     if (!unit) await claimUnit.commit();
   }
+  const produces = action.produces ? productCheck(action, call.args) : undefined;
   const sharedContext = new ConversationSharedContext({
     conversationId,
     toolName: action.tool,
@@ -119,6 +121,7 @@ export async function runAction(deps: ExecutionDeps, call: ActionCall, attempt =
     unit: action.level === 1 ? undefined : unit,
     readUnit: action.level === 1 ? unit : undefined,
     prefetched,
+    produces,
   });
   // Aborted on timeout: an isolated (TOOLS_DIR) action's worker is then terminated. Only isolated
   // actions (those with checkArgs) can be stopped, so only they get one: in-process ones run per request.
@@ -130,7 +133,10 @@ export async function runAction(deps: ExecutionDeps, call: ActionCall, attempt =
     // A handler that swallowed a deadlock error returns over an aborted transaction: nothing would commit.
     if (sharedContext.conflicted) throw new Error('transaction aborted by a deadlock or serialization failure');
     if (call.saveAs !== undefined && unit) {
-      const json = deps.resources.encode(savedData(action, output ?? null));
+      const saved = savedData(action, output ?? null);
+      // A saved result is a write of the action's too: its produces schema applies.
+      produces?.(call.saveAs, saved);
+      const json = deps.resources.encode(saved);
       await saveIn(deps.resources, unit, { conversationId, name: call.saveAs, by: action.tool }, json);
     }
     const result: NegotiationResult = { success: true, output: output ?? null, ...decided };

@@ -14,7 +14,8 @@ import { fail, type NegotiateRequest, type NegotiationResult, type Routing } fro
 import { type ConversationManagerDeps, type NegotiationCall, ceiling, recordCreated } from './negotiation-call';
 import { LEVEL_NAMES, effectiveLevel } from './permissions';
 import { deniedBy } from './policy';
-import type { DecisionContext } from './ports';
+import { dependencyRefusal } from './dependency-check';
+import type { DecisionContext, DecisionExtras } from './ports';
 import { runRemote } from './remote-execution';
 import { approvalAction, requiredLevel, saveAsProblem } from './save-as';
 import { type Principal, actorOf, canCreate, checkConversationAccess } from './principal';
@@ -22,6 +23,7 @@ import { listTools, upgrade } from './special-action-handling';
 import { parseSpecialAction } from './special-actions';
 import type { CatalogSnapshot, RoutedAction } from './tool-catalog';
 import { baseAlignment } from './tool-catalog';
+import { requiredNames } from './tool-dependencies';
 import type { Level } from './tool-interface';
 import type { LoadedAction } from './tool-module';
 
@@ -126,9 +128,11 @@ export class ConversationManager {
     };
     const parsed = action.parseArgs(req.args ?? {});
     const prefetch = parsed.ok && !req.dryRun && req.saveAs === undefined ? action.prefetch?.(parsed.value) : undefined;
+    // The resources its requires name are read with the decision (src/core/dependency-check.ts).
+    const required = parsed.ok ? requiredNames(action, parsed.value) : undefined;
     // A call that saves its result is a write (src/core/save-as.ts).
     const level = requiredLevel(action, req);
-    const ctx = await this.loadDecision(call, action, level, prefetch);
+    const ctx = await this.loadDecision(call, action, level, { prefetch, required });
 
     // The policy comes first: a denied action is a contradiction whatever the tool's level.
     const deny = deniedBy(ctx.policy, action.qualifiedName);
@@ -182,6 +186,14 @@ export class ConversationManager {
       if (problem) return problem;
     }
     if (needsApproval) return this.approvalRequired(call, action, { required: level, current }, decided);
+    // Its requires, once it may run: a what-if reports them too, and a `once` approval is not spent on them.
+    const unmet = dependencyRefusal(
+      { action, args },
+      ctx,
+      () => this.deps.catalog.snapshot().callable.actions,
+      decided,
+    );
+    if (unmet) return unmet;
     if (req.dryRun) return { success: true, alignment, routing };
     const deps = claim ? { ...this.deps, claim: claim.claim, release: claim.release } : this.deps;
     const { keeper, trail } = call;
@@ -203,15 +215,19 @@ export class ConversationManager {
     call: NegotiationCall,
     action: LoadedAction,
     level: Level,
-    prefetch: string | undefined,
+    reads: Pick<DecisionExtras, 'required'> & { prefetch: string | undefined },
   ): Promise<DecisionContext> {
+    const { prefetch, required } = reads;
     const { p, conversationId, req, trail } = call;
     const creator = !req.dryRun && canCreate(p) ? p.subject : undefined;
     // Does `p` wait on an approval request for this action? Asked in the decision's own statement, and only
     // for a call that could have been refused for its level (above 1) and will run (not a dry run).
     const waitingFor =
       level > 1 && !req.dryRun ? { action: approvalAction(action, req), requestedBy: actorOf(p) } : undefined;
-    const ctx = await this.deps.decisions.load(conversationId, action.tool, creator, prefetch, waitingFor);
+    const ctx = await this.deps.decisions.load(conversationId, action.tool, creator, prefetch, {
+      waitingFor,
+      required,
+    });
     // Who may act here is decided from the owner read with the decision: no round trip of its own.
     const owner = ctx.exists ? ctx.owner : canCreate(p) ? p.subject : undefined;
     checkConversationAccess(p, conversationId, owner, 'negotiate', 'negotiate');

@@ -58,6 +58,8 @@ export const NEGOTIATION_CODES = [
   // Participants (remote tools, API.md "Participants").
   'tool_definition_changed',
   'participant_unavailable',
+  // Tool dependencies (API.md, "Shared context, M6"): an action's declared requires not met.
+  'dependency_unmet',
 ] as const;
 /** Why a negotiation failed, machine-readable (API.md, Negotiate). */
 export type NegotiationCode = (typeof NEGOTIATION_CODES)[number];

@@ -43,6 +43,11 @@ export interface SharedContextOptions {
   readUnit?: UnitOfWork;
   /** A resource already read with the permission check (a read action's declared prefetch). */
   prefetched?: { name: string; resource: Resource | null };
+  /**
+   * The action's `produces` schemas (tool-dependencies.ts, productCheck):
+   * throws before a non-conforming write is sent, so nothing of it is written.
+   */
+  produces?: (name: string, data: unknown) => void;
 }
 
 /** The SharedContext a tool is given. */
@@ -85,6 +90,7 @@ export class ConversationSharedContext implements SharedContext {
   async createResource(name: string, data: unknown, options?: WriteOptions): Promise<Resource> {
     assertResourceName(name);
     const ttlSeconds = ttlSecondsOf(options);
+    this.o.produces?.(name, data);
     const json = this.o.resources.encode(data);
     const { store } = this.o.resources;
     const tx = await this.writer();
@@ -111,6 +117,7 @@ export class ConversationSharedContext implements SharedContext {
   async updateResource(name: string, data: unknown, options?: WriteOptions): Promise<Resource> {
     assertResourceName(name);
     const ttlSeconds = ttlSecondsOf(options);
+    this.o.produces?.(name, data);
     const json = this.o.resources.encode(data);
     const { store } = this.o.resources;
     const w = { conversationId: this.o.conversationId, name, json, by: this.o.toolName, ttlSeconds };

@@ -4,6 +4,7 @@
  * or admin sets the level through PermissionService.setLevel; an agent is
  * refused as needing the owner's approval, or runs under one).
  */
+import { dependencyOrder } from './llm-definitions/order';
 import { fail, type NegotiationResult } from './negotiation';
 import { type ConversationManagerDeps, type NegotiationCall, ceiling, ownerFor } from './negotiation-call';
 import { LEVEL_NAMES, effectiveLevel, isLevel } from './permissions';
@@ -16,7 +17,10 @@ export async function listTools(deps: ConversationManagerDeps, call: Negotiation
   checkConversationAccess(p, conversationId, await ownerFor(deps, call, !req.dryRun), 'negotiate', 'negotiate');
   // As GET /tools: a quarantined action is shown to admins only.
   const tools: ToolView[] = deps.catalog.toolViews(p.role === 'admin');
-  return { success: true, ...(req.dryRun ? {} : { output: { tools } }), alignment: 'aligned' };
+  if (req.dryRun) return { success: true, alignment: 'aligned' };
+  // The order the tools' contracts impose (API.md, "Tool dependencies"), as the system prompt names it.
+  const { callable } = deps.catalog.snapshot();
+  return { success: true, output: { tools, order: dependencyOrder(callable, callable.actions) }, alignment: 'aligned' };
 }
 
 export async function upgrade(

@@ -13,6 +13,7 @@
  */
 import { IntentRouter } from './intent-router';
 import type { LoadedAction, LoadedTool, ToolRegistry, ToolSet } from './tool-registry';
+import { contractsToJson } from './tool-dependencies';
 import type { Alignment } from './tool-interface';
 
 export interface RoutedAction {
@@ -52,6 +53,9 @@ export interface ActionView {
   outputSchema?: Record<string, unknown>;
   /** A participant's action whose definition changed upstream, awaiting an admin's approval (shown to admins only). */
   status?: 'quarantined';
+  /** Its coordination contracts (API.md, "Tool dependencies"), schemas as JSON Schema. */
+  requires?: { resource: string; createdBy?: string; schema?: Record<string, unknown> }[];
+  produces?: { resource: string; schema?: Record<string, unknown> }[];
 }
 
 export interface ToolView {
@@ -73,6 +77,7 @@ export function actionView(a: LoadedAction): ActionView {
     inputSchema: a.inputSchema,
     ...(a.outputSchema ? { outputSchema: a.outputSchema } : {}),
     ...(isQuarantined(a) ? { status: 'quarantined' as const } : {}),
+    ...contractsToJson(a),
   };
 }
 
@@ -91,6 +96,8 @@ function callableSet(set: ToolSet): ToolSet {
     tools: Object.freeze(tools),
     byName: new Map(tools.map((t) => [t.name, t] as const)),
     actions: Object.freeze(tools.flatMap((t) => t.actions)),
+    // Quarantined actions are a participant's, which declare no contracts: no edge is lost.
+    edges: set.edges,
   });
 }
 

@@ -18,6 +18,7 @@ import {
   type ToolContext,
 } from './tool-interface';
 import type { RemoteActionInfo, RunCall } from './remote-action';
+import { loadContracts, type LoadedProduct, type LoadedRequirement } from './tool-dependencies';
 
 // Their home is remote-action.ts; re-exported for the modules that still import them from here.
 export {
@@ -59,6 +60,9 @@ export interface LoadedAction {
   singleWrite?: true;
   /** A participant's action (a remote tool, API.md "Participants"); absent for bundled and TOOLS_DIR tools. */
   remote?: RemoteActionInfo;
+  /** Coordination contracts (ActionDefinition.requires/produces, src/core/tool-dependencies.ts). */
+  requires?: readonly LoadedRequirement[];
+  produces?: readonly LoadedProduct[];
 }
 
 export type ParseArgsResult =
@@ -137,6 +141,23 @@ const ZActionDefinition = z.object({
     .optional(),
   output: z.custom<z.ZodType>(isZodSchema, 'must be a zod 4 schema').optional(),
   singleWrite: z.boolean().optional(),
+  requires: z
+    .array(
+      z.object({
+        resource: z.string(),
+        createdBy: z.string().optional(),
+        schema: z.custom<z.ZodType>(isZodSchema, 'must be a zod 4 schema').optional(),
+      }),
+    )
+    .optional(),
+  produces: z
+    .array(
+      z.object({
+        resource: z.string(),
+        schema: z.custom<z.ZodType>(isZodSchema, 'must be a zod 4 schema').optional(),
+      }),
+    )
+    .optional(),
 });
 
 const ZToolDefinition = z.object({
@@ -222,10 +243,22 @@ interface ActionSpec {
   run: LoadedAction['run'];
   prefetch?: LoadedAction['prefetch'];
   singleWrite?: boolean;
+  contracts?: Pick<ActionDefinition, 'requires' | 'produces'>;
+}
+
+/** The action's contracts, loaded; a bad declaration skips the module with its reason. */
+function contractsOf(spec: ActionSpec, inputSchema: UnknownRecord): Pick<LoadedAction, 'requires' | 'produces'> {
+  if (!spec.contracts) return {};
+  try {
+    return loadContracts(spec.contracts, inputSchema, `action "${spec.name}"`);
+  } catch (err) {
+    throw new SkipModule(errorMessage(err).replace(/^Error: /, ''));
+  }
 }
 
 function makeAction(spec: ActionSpec): LoadedAction {
   checkName('action', spec.name);
+  const inputSchema = argsJsonSchema(spec.schema);
   return Object.freeze({
     tool: spec.tool,
     name: spec.name,
@@ -233,7 +266,8 @@ function makeAction(spec: ActionSpec): LoadedAction {
     providerName: providerName(spec.tool, spec.name),
     description: spec.description,
     level: spec.level,
-    inputSchema: argsJsonSchema(spec.schema),
+    inputSchema,
+    ...contractsOf(spec, inputSchema),
     ...(spec.output ? { outputSchema: objectJsonSchema(spec.output, 'output') } : {}),
     parseArgs: argsParser(spec.schema),
     // The output is not checked here: that would add work to every negotiate. The MCP endpoint
@@ -266,6 +300,7 @@ function fromDefinition(value: unknown, source: string): LoadedTool {
       run: async (args, ctx) => await action.handler(args, { ...ctx, action: name, args }),
       prefetch: action.prefetch,
       singleWrite: action.singleWrite,
+      contracts: { requires: action.requires, produces: action.produces },
     }),
   );
   return freezeTool({ name: def.name, version: def.version, description: def.description, source }, actions);

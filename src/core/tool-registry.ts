@@ -19,22 +19,17 @@
 import { EventEmitter } from 'node:events';
 import { watch, type FSWatcher } from 'node:fs';
 import { basename, resolve } from 'node:path';
+import { refuseCycles } from './tool-dependencies';
 import type { ToolLogger } from './tool-interface';
 import { evictModuleCache, findModuleFiles, isMissingDir } from './tool-module-files';
-import { SkipModule, byName, errorMessage, loadToolModule, type LoadedAction, type LoadedTool } from './tool-module';
+import { SkipModule, errorMessage, loadToolModule, type LoadedTool } from './tool-module';
 import type { ToolHost } from './tool-sandbox/host';
 import { loadIsolatedTool } from './tool-sandbox/isolated-tool';
 
-export type { LoadedAction, LoadedTool, ParseArgsResult } from './tool-module';
+import { makeToolSet, type ToolSet } from './tool-set';
 
-export interface ToolSet {
-  readonly generation: number;
-  /** Sorted by name. */
-  readonly tools: readonly LoadedTool[];
-  readonly byName: ReadonlyMap<string, LoadedTool>;
-  /** Every action of every tool, in tool order then action order. */
-  readonly actions: readonly LoadedAction[];
-}
+export type { LoadedAction, LoadedTool, ParseArgsResult } from './tool-module';
+export type { ToolSet } from './tool-set';
 
 export interface ToolRegistryOptions {
   /** Default: the repository's `tools/` directory (`dist/tools` when running from `dist/`). */
@@ -59,16 +54,6 @@ const DEFAULT_BUNDLED_DIR = resolve(__dirname, '..', '..', 'tools');
 const DEFAULT_DEBOUNCE_MS = 250;
 /** Generous: a worker loading a .ts module under tsx on a busy 2-core machine takes about a second. */
 const DEFAULT_LOAD_TIMEOUT_MS = 10_000;
-
-function makeToolSet(generation: number, tools: LoadedTool[]): ToolSet {
-  const sorted = Object.freeze([...tools].sort(byName));
-  return Object.freeze({
-    generation,
-    tools: sorted,
-    byName: new Map(sorted.map((t) => [t.name, t] as const)),
-    actions: Object.freeze(sorted.flatMap((t) => t.actions)),
-  });
-}
 
 /** Why a tool set changed: this replica's own reload, or another replica's word that it changed. */
 export type ToolSetChangeCause = 'local' | 'remote';
@@ -246,24 +231,41 @@ export class ToolRegistry extends EventEmitter {
       // Each sandbox loads in its own thread, so a slow module delays only itself.
       ...(await Promise.all(extraFiles.map((file) => (isolate ? this.tryLoadIsolated(file) : this.tryLoad(file))))),
     ];
-    const tools = new Map<string, LoadedTool>();
+    const tools = new Map<string, { tool: LoadedTool; host?: ToolHost }>();
     for (const [i, entry] of loaded.entries()) {
       const file = [...bundledFiles, ...extraFiles][i]!;
       if (!entry) continue;
       const existing = tools.get(entry.tool.name);
       if (existing) {
         entry.host?.close();
-        this.skip(file, `tool "${entry.tool.name}" is already provided by ${existing.source}`);
+        this.skip(file, `tool "${entry.tool.name}" is already provided by ${existing.tool.source}`);
         continue;
       }
-      tools.set(entry.tool.name, entry.tool);
-      if (entry.host) hosts.push(entry.host);
+      tools.set(entry.tool.name, entry);
+    }
+    return this.withoutCycles([...tools.values()], bundledFiles, hosts);
+  }
+
+  /** The loaded tools less those whose contracts form a cycle (TOOLS_DIR's before bundled ones); logs each kept. */
+  private withoutCycles(
+    loaded: { tool: LoadedTool; host?: ToolHost }[],
+    bundledFiles: string[],
+    hosts: ToolHost[],
+  ): LoadedTool[] {
+    const entries = loaded.map((e) => ({ ...e, name: e.tool.name, actions: e.tool.actions }));
+    const { kept, refused } = refuseCycles(entries, (e) => bundledFiles.includes(e.tool.source));
+    for (const { tool: entry, reason } of refused) {
+      entry.host?.close();
+      this.skip(entry.tool.source, reason);
+    }
+    for (const { tool, host } of kept) {
+      if (host) hosts.push(host);
       this.logger.info(
-        { tool: entry.tool.name, version: entry.tool.version, source: file, isolated: entry.host !== undefined },
-        `Loaded: ${entry.tool.name}`,
+        { tool: tool.name, version: tool.version, source: tool.source, isolated: host !== undefined },
+        `Loaded: ${tool.name}`,
       );
     }
-    return [...tools.values()];
+    return kept.map((e) => e.tool);
   }
 
   /** A missing TOOLS_DIR is a warning, not a failure: the bundled tools still serve. */

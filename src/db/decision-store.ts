@@ -3,7 +3,8 @@
  * for a known conversation.
  */
 import { readStoredPolicy } from '../core/policy';
-import type { DecisionContext, DecisionStore } from '../core/ports';
+import type { DecisionContext, DecisionExtras, DecisionStore } from '../core/ports';
+import type { FoundResource } from '../core/tool-dependencies';
 import { toResource, type ResourceRow } from './resource-store';
 import { prepared, type Queryable } from './sql';
 
@@ -43,6 +44,24 @@ const DECISION_SELECT_PREFETCH = `
     AND (r.expires_at IS NULL OR r.expires_at > now())
   WHERE c.id = $1`;
 
+/**
+ * The resources an action's `requires` names (API.md, "Tool dependencies"),
+ * read in the decision's own statement: name and creator of each that exists
+ * among $N, with its data when its name is also in $N+1 (a requirement with a
+ * schema). Only statements for actions that declare requires carry it.
+ */
+function requiredColumn(conv: string, names: number): string {
+  return `, (SELECT coalesce(json_agg(json_build_object('name', rq.name, 'createdBy', rq.created_by,
+      'data', CASE WHEN rq.name = ANY($${names + 1}::text[]) THEN rq.data END)), '[]'::json)
+    FROM resources rq WHERE rq.conversation_id = ${conv}.id AND rq.name = ANY($${names}::text[])
+      AND (rq.expires_at IS NULL OR rq.expires_at > now())) AS required`;
+}
+
+/** A statement with the required column added to its select list (after its first line, `SELECT …`). */
+function withRequired(statement: string, conv: string, names: number): string {
+  return statement.replace(/\n\s*FROM /, `${requiredColumn(conv, names)}\n  FROM `);
+}
+
 /** Creates the conversation unless a concurrent request just did, and reads it either way. */
 const DECISION_CREATE = `
   WITH created AS (
@@ -57,6 +76,10 @@ const DECISION_CREATE = `
   FROM conv LEFT JOIN tool_permissions p ON p.conversation_id = conv.id AND p.tool = $2
   LIMIT 1`;
 
+const DECISION_SELECT_REQUIRED = withRequired(DECISION_SELECT, 'c', 5);
+const DECISION_SELECT_PREFETCH_REQUIRED = withRequired(DECISION_SELECT_PREFETCH, 'c', 4);
+const DECISION_CREATE_REQUIRED = withRequired(DECISION_CREATE, 'conv', 4);
+
 type DecisionRow = {
   legacy_level: number | null;
   policy: unknown;
@@ -64,32 +87,48 @@ type DecisionRow = {
   level: number | null;
   created?: boolean;
   waiting?: boolean;
+  required?: FoundResource[];
 } & Partial<Record<keyof ResourceRow, unknown>>;
 
 export class SqlDecisionStore implements DecisionStore {
   constructor(private readonly pool: Queryable) {}
+
+  /** The statement for a known conversation: with the prefetch or the waiting check, and the required column when asked. */
+  private first(
+    conversationId: string,
+    tool: string,
+    prefetch: string | undefined,
+    extras: DecisionExtras,
+  ): Promise<{ rows: DecisionRow[] }> {
+    const { waitingFor, required } = extras;
+    const req = required ? [required.names, required.withData] : [];
+    if (prefetch === undefined) {
+      return prepared<DecisionRow>(
+        this.pool,
+        required ? 'decision_select_required' : 'decision_select',
+        required ? DECISION_SELECT_REQUIRED : DECISION_SELECT,
+        [conversationId, tool, waitingFor?.action ?? null, waitingFor?.requestedBy ?? null, ...req],
+      );
+    }
+    return prepared<DecisionRow>(
+      this.pool,
+      required ? 'decision_prefetch_required' : 'decision_prefetch',
+      required ? DECISION_SELECT_PREFETCH_REQUIRED : DECISION_SELECT_PREFETCH,
+      [conversationId, tool, prefetch, ...req],
+    );
+  }
 
   async load(
     conversationId: string,
     tool: string,
     createOwner: string | undefined,
     prefetch?: string,
-    waitingFor?: { action: string; requestedBy: string },
+    extras: DecisionExtras = {},
   ): Promise<DecisionContext> {
     const db = this.pool;
-    const first =
-      prefetch === undefined
-        ? await prepared<DecisionRow>(db, 'decision_select', DECISION_SELECT, [
-            conversationId,
-            tool,
-            waitingFor?.action ?? null,
-            waitingFor?.requestedBy ?? null,
-          ])
-        : await prepared<DecisionRow>(db, 'decision_prefetch', DECISION_SELECT_PREFETCH, [
-            conversationId,
-            tool,
-            prefetch,
-          ]);
+    const { required } = extras;
+    const req = required ? [required.names, required.withData] : [];
+    const first = await this.first(conversationId, tool, prefetch, extras);
     let row = first.rows[0];
     // Only a row of the prefetching statement says whether the resource exists.
     const prefetched =
@@ -101,8 +140,15 @@ export class SqlDecisionStore implements DecisionStore {
     // run it again (its new snapshot sees the row, or inserts it if it is gone). Deciding without
     // the row would take the caller for the owner of someone else's conversation.
     for (let attempt = 1; !row && createOwner !== undefined; attempt++) {
-      row = (await prepared<DecisionRow>(db, 'decision_create', DECISION_CREATE, [conversationId, tool, createOwner]))
-        .rows[0];
+      const create = required
+        ? prepared<DecisionRow>(db, 'decision_create_required', DECISION_CREATE_REQUIRED, [
+            conversationId,
+            tool,
+            createOwner,
+            ...req,
+          ])
+        : prepared<DecisionRow>(db, 'decision_create', DECISION_CREATE, [conversationId, tool, createOwner]);
+      row = (await create).rows[0];
       if (!row && attempt === 3) throw new Error(`Conversation ${conversationId} could neither be created nor read`);
     }
     if (!row) return { exists: false, legacyLevel: null, policy: { deny: [] }, explicitLevel: null };
@@ -119,6 +165,7 @@ export class SqlDecisionStore implements DecisionStore {
       ...(prefetched ? { prefetched } : {}),
       // DECISION_CREATE's row has no `waiting`: a conversation that did not exist a moment ago has no requests.
       ...(row.waiting ? { waiting: true } : {}),
+      ...(required ? { required: row.required ?? [] } : {}),
     };
   }
 }

@@ -24,6 +24,7 @@ export const NEGOTIATION_STATUS: Record<NegotiationCode, number> = {
   approval_rejected: 403,
   tool_definition_changed: 409,
   participant_unavailable: 503,
+  dependency_unmet: 409,
 };
 
 export function negotiationStatus(result: NegotiationResult): number {

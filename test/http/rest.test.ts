@@ -638,6 +638,8 @@ describe('tools', () => {
       const actions = tool.actions as Body[];
       expect([...(tool.capabilities as string[])].sort()).toEqual(actions.map((a) => a.name as string).sort());
       for (const a of actions) {
+        // Tool dependencies (API.md, M6): the contracts a bundled action declares, when it declares them.
+        const contracts = ['produces', 'requires'].filter((k) => k in a);
         expect(Object.keys(a).sort()).toEqual([
           'alignment',
           'description',
@@ -646,8 +648,10 @@ describe('tools', () => {
           'name',
           // Every bundled action declares its output schema (the tool interface's `output`).
           'outputSchema',
+          ...(contracts.includes('produces') ? ['produces'] : []),
           'providerName',
           'qualifiedName',
+          ...(contracts.includes('requires') ? ['requires'] : []),
         ]);
         expect(a.qualifiedName).toBe(`${tool.name as string}/${a.name as string}`);
         expect(a.providerName).toBe(`${tool.name as string}_${a.name as string}`);
@@ -659,6 +663,17 @@ describe('tools', () => {
         expect((a.inputSchema as Body).type).toBe('object');
       }
     }
+    const withContracts = tools.flatMap((x) =>
+      (x.actions as Body[]).filter((a) => 'requires' in a || 'produces' in a).map((a) => a.qualifiedName),
+    );
+    expect(withContracts).toEqual([
+      'analytics-tool/summarize-resource',
+      'data-tool/create-resource',
+      'data-tool/update-resource',
+      'export-tool/export-resource',
+      'export-tool/write-export',
+      'transform-tool/transform-resource',
+    ]);
     const declared = Object.fromEntries(
       tools.flatMap((x) => (x.actions as Body[]).map((a) => [a.qualifiedName, a.level])),
     );

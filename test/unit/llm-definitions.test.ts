@@ -50,6 +50,7 @@ function makeSet(tools: Record<string, { description: string; actions: Record<st
     tools: loaded,
     byName: new Map(loaded.map((t) => [t.name, t])),
     actions: loaded.flatMap((t) => t.actions),
+    edges: [],
   };
 }
 

@@ -28,6 +28,8 @@ const API_MD: Record<NegotiationCode, number> = {
   // Participants: a changed upstream definition; an upstream that cannot be reached.
   tool_definition_changed: 409,
   participant_unavailable: 503,
+  // Shared context, M6: an action's declared requires not met.
+  dependency_unmet: 409,
 };
 
 it('maps every negotiate code, and nothing else, to its API.md status', () => {

@@ -118,3 +118,20 @@ export const participantUnavailableExample: NegotiationResult = {
   alignment: 'aligned',
   routing: ECHO_ROUTING,
 };
+export const dependencyUnmetExample: NegotiationResult = {
+  success: false,
+  error:
+    'analytics-tool/summarize-resource needs first: sales (it does not exist; produced by data-tool/create-resource, data-tool/update-resource, transform-tool/transform-resource)',
+  code: 'dependency_unmet',
+  output: {
+    missing: [
+      {
+        resource: 'sales',
+        producers: ['data-tool/create-resource', 'data-tool/update-resource', 'transform-tool/transform-resource'],
+        reason: 'absent',
+      },
+    ],
+  },
+  alignment: 'aligned',
+  routing: { tool: 'analytics-tool', action: 'summarize-resource', confidence: 1, explicit: true },
+};

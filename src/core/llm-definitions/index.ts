@@ -22,6 +22,7 @@ export {
   type OpenAiToolDefinition,
   type ToolDefinitions,
 } from './formats';
+export { dependencyOrder } from './order';
 export { systemPrompt, type PromptOptions } from './prompt';
 export { FIELD_WEIGHTS, rankActions, words, type RankedAction } from './ranking';
 export { allowedActions, selectActions, type SelectOptions } from './selection';

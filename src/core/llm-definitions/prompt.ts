@@ -9,6 +9,7 @@ import { LEVEL_NAMES } from '../permissions';
 import type { TPolicy } from '../policy';
 import type { LoadedAction, ToolSet } from '../tool-registry';
 import type { Level } from '../tool-interface';
+import { dependencyOrder } from './order';
 import { allowedActions, offeredBy } from './selection';
 import { firstSentence } from './sentences';
 
@@ -85,6 +86,15 @@ export function systemPrompt(set: ToolSet, options: PromptOptions = {}): string 
         ]
       : ['No tool is currently offered by more than one participant.']),
   ]);
+  const order = dependencyOrder(set, allowed);
+  if (order.length > 0) {
+    sections.push([
+      'Order: some tools need a resource of the shared context that another tool produces; call the producer first. ' +
+        "`{arg}` is the value of that argument of the call. A call whose resources are missing is not run and returns the error code 'dependency_unmet', " +
+        'its output.missing naming each resource and the tools that produce it.',
+      ...order.map((line) => `- ${line}`),
+    ]);
+  }
   sections.push([
     "Function-calling APIs that do not allow '/' in function names show the same tools as 'participant_tool' " +
       `(for example '${exampleTool}_${exampleAction}' for '${example}'). Both forms name the same tool and mean the same thing.`,

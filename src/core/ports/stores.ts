@@ -1,5 +1,6 @@
 /** The stores of conversations, resources, decisions, permissions and keys (src/db implements them). */
 import type { TPolicy } from '../policy';
+import type { FoundResource } from '../tool-dependencies';
 import type { Level, Resource } from '../tool-interface';
 import type { Transaction } from './units';
 
@@ -112,6 +113,16 @@ export interface DecisionContext {
   prefetched?: { name: string; resource: Resource | null };
   /** With `waitingFor`: true when that principal has a pending approval request for that action (any args). */
   waiting?: boolean;
+  /** With `required`: those of its names that exist (data only for `withData` names). */
+  required?: FoundResource[];
+}
+
+/** What else the decision's statement reads, when asked. */
+export interface DecisionExtras {
+  /** Whether that principal waits on a pending approval request for that action (`waiting`). */
+  waitingFor?: { action: string; requestedBy: string };
+  /** The resources an action's requires names (API.md, "Tool dependencies"): `required`. */
+  required?: { names: string[]; withData: string[] };
 }
 
 /** What negotiate reads before it decides: one round trip for a known conversation. */
@@ -120,15 +131,16 @@ export interface DecisionStore {
    * The conversation's policy and legacy level, the tool's explicit level and
    * (`prefetch`) one resource. With `createOwner`, an unknown conversation is
    * created, owned by that subject (one more round trip, once per conversation).
-   * With `waitingFor`, the same statement also says whether that principal
-   * waits on a pending approval request for that action (`waiting`).
+   * With `extras.waitingFor`, the same statement also says whether that principal
+   * waits on a pending approval request for that action (`waiting`); with
+   * `extras.required`, which of those resources exist (`required`).
    */
   load(
     conversationId: string,
     tool: string,
     createOwner: string | undefined,
     prefetch?: string,
-    waitingFor?: { action: string; requestedBy: string },
+    extras?: DecisionExtras,
   ): Promise<DecisionContext>;
 }
 

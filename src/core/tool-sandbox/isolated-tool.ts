@@ -6,8 +6,10 @@
  * from the worker as the same `invalid_args` the in-process parser gives (a
  * dry run asks the worker for that check alone, through checkArgs). The
  * action's `prefetch` hint stays in the worker: isolated reads are not prefetched.
+ * Its requires/produces come as JSON Schema; their checks run here, rebuilt from it.
  */
 import { providerName, qualifiedName } from '../naming';
+import { contractsFromJson } from '../tool-dependencies';
 import type { ToolLogger } from '../tool-interface';
 import { byName, checkName, isRecord, type LoadedAction, type LoadedTool, type ParseArgsResult } from '../tool-module';
 import { ToolHost } from './host';
@@ -37,6 +39,7 @@ function toLoadedTool(meta: ToolMeta, host: ToolHost): LoadedTool {
       level: a.level,
       inputSchema: a.inputSchema,
       ...(a.outputSchema ? { outputSchema: a.outputSchema } : {}),
+      ...contractsFromJson(a),
       parseArgs: parseShape,
       run: (args, ctx, stop) => host.call(qualified, a.name, args, ctx, stop),
       checkArgs: (args, stop) => host.check(qualified, a.name, args, stop),

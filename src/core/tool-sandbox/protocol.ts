@@ -8,6 +8,7 @@
  * Call:  host → worker  `run`; worker → host any number of `ctx` and `log`,
  *        each `ctx` answered by a `ctx-reply`; finally worker → host `done`.
  */
+import type { LoadedProduct, LoadedRequirement } from '../tool-dependencies';
 import type { Level, ToolErrorCode } from '../tool-interface';
 
 /** What the host needs to publish a tool without loading its code. */
@@ -22,6 +23,9 @@ export interface ToolMeta {
     inputSchema: Record<string, unknown>;
     /** The declared output schema (the worker checks outputs against it). */
     outputSchema?: Record<string, unknown>;
+    /** Its contracts, schemas as JSON Schema (the host rebuilds their checks: tool-dependencies.ts). */
+    requires?: Omit<LoadedRequirement, 'problem'>[];
+    produces?: Omit<LoadedProduct, 'problem'>[];
   }[];
 }
 

@@ -8,6 +8,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { findCause } from '../errors';
 import { SkipModule, errorMessage, loadToolModule, type LoadedTool } from '../tool-module';
+import { contractsToJson } from '../tool-dependencies';
 import { ToolError, type SharedContext, type ToolLogger } from '../tool-interface';
 import {
   CTX_METHODS,
@@ -158,6 +159,7 @@ async function load(file: string): Promise<void> {
     level: a.level,
     inputSchema: a.inputSchema,
     ...(a.outputSchema ? { outputSchema: a.outputSchema } : {}),
+    ...contractsToJson(a),
   }));
   send({ type: 'loaded', tool: { name: tool.name, version: tool.version, description: tool.description, actions } });
 }

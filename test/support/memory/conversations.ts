@@ -1,7 +1,14 @@
 /** The ConversationStore and DecisionStore ports in memory (src/db/conversation-store.ts, decision-store.ts). */
 import { RESERVED_CONVERSATION_ID, reservedIdError } from '../../../src/core/errors';
 import { readStoredPolicy, type TPolicy } from '../../../src/core/policy';
-import type { ConversationStore, ConversationView, DecisionContext, DecisionStore } from '../../../src/core/ports';
+import type {
+  ConversationStore,
+  ConversationView,
+  DecisionContext,
+  DecisionExtras,
+  DecisionStore,
+} from '../../../src/core/ports';
+import type { FoundResource } from '../../../src/core/tool-dependencies';
 import { type ConversationRow, type MemoryDb, explicitLevelOf, key, newConversation } from './db';
 
 export class MemoryConversationStore implements ConversationStore {
@@ -80,8 +87,9 @@ export class MemoryDecisionStore implements DecisionStore {
     tool: string,
     createOwner: string | undefined,
     prefetch?: string,
-    waitingFor?: { action: string; requestedBy: string },
+    extras: DecisionExtras = {},
   ): Promise<DecisionContext> {
+    const { waitingFor, required } = extras;
     const now = this.db.now();
     let row = this.db.conversations.get(conversationId);
     let created = false;
@@ -122,6 +130,16 @@ export class MemoryDecisionStore implements DecisionStore {
       explicitLevel: explicitLevelOf(this.db.permissions.get(key(conversationId, tool)), now),
       ...(prefetched ? { prefetched } : {}),
       ...(waiting ? { waiting: true } : {}),
+      ...(required ? { required: this.found(conversationId, required) } : {}),
+    });
+  }
+
+  /** The required column of the decision statements (src/db/decision-store.ts). */
+  private found(conversationId: string, required: NonNullable<DecisionExtras['required']>): FoundResource[] {
+    return required.names.flatMap((name) => {
+      const r = this.db.resources.get(key(conversationId, name));
+      if (!r) return [];
+      return [{ name, createdBy: r.createdBy, ...(required.withData.includes(name) ? { data: r.data } : {}) }];
     });
   }
 }
