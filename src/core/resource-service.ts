@@ -11,7 +11,8 @@ import { AppError, conversationNotFound } from './errors';
 import type { ConversationStore, ListResourcesOptions, ResourceStore } from './ports';
 import type { Principal } from './principal';
 import { ID_RULE, isValidId } from './resource-names';
-import { ToolError, type Resource } from './tool-interface';
+import { queryPage } from './resource-query';
+import { ToolError, type Resource, type ResourcePage, type ResourceQuery } from './tool-interface';
 
 /** A precondition: `*`, or the versions its entity tags name. */
 export type Precondition = { any: true } | { versions: number[] };
@@ -70,6 +71,25 @@ export class ResourceService {
   async listAs(p: Principal, conversationId: string, opts: ListResourcesOptions): Promise<Resource[]> {
     await this.rest.access.check(p, conversationId, 'read-resources', 'read resources');
     return this.listOrNotFound(conversationId, opts);
+  }
+
+  /**
+   * GET …/resources (API.md, Resources and Queries): a page for `p`; a
+   * malformed query is refused before the database is asked.
+   */
+  async queryAs(p: Principal, conversationId: string, query: ResourceQuery): Promise<ResourcePage> {
+    await this.rest.access.check(p, conversationId, 'read-resources', 'read resources');
+    return this.queryOrNotFound(conversationId, query);
+  }
+
+  /** A page of `query`, not_found when the conversation does not exist (REST, MCP). */
+  async queryOrNotFound(conversationId: string, query: ResourceQuery): Promise<ResourcePage> {
+    const page = await queryPage(this.store, conversationId, query);
+    // An empty page may be a missing conversation; only then is the extra read needed.
+    if (page.resources.length === 0 && !(await this.conversations.exists(conversationId))) {
+      throw conversationNotFound(conversationId);
+    }
+    return page;
   }
 
   /** GET …/resources/{name} for `p`. */

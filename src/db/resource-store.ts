@@ -6,8 +6,16 @@
  * (versions 2, 3, ... in commit order) and the primary key lets exactly one
  * concurrent create win.
  */
-import type { ListResourcesOptions, ResourceStore, ResourceUpdate, Transaction } from '../core/ports';
+import type { Pool } from 'pg';
+import type {
+  ListResourcesOptions,
+  ResourceListQuery,
+  ResourceStore,
+  ResourceUpdate,
+  Transaction,
+} from '../core/ports';
 import type { Resource } from '../core/tool-interface';
+import { LIVE, SqlResourceQueries } from './resource-query';
 import { clientOf, prepared, type Queryable } from './sql';
 
 export interface ResourceRow {
@@ -34,8 +42,18 @@ export function toResource(row: ResourceRow): Resource {
   };
 }
 
+/** QUERY_TIMEOUT_MS's default (src/config.ts). */
+const QUERY_TIMEOUT_DEFAULT_MS = 2000;
+
 export class SqlResourceStore implements ResourceStore {
-  constructor(private readonly pool: Queryable) {}
+  private readonly queries: SqlResourceQueries;
+
+  constructor(
+    private readonly pool: Pool,
+    queries: { timeoutMs?: number; embedded?: boolean } = {},
+  ) {
+    this.queries = new SqlResourceQueries(pool, queries.timeoutMs ?? QUERY_TIMEOUT_DEFAULT_MS, queries.embedded);
+  }
 
   private on(tx: Transaction | undefined): Queryable {
     return tx ? clientOf(tx) : this.pool;
@@ -150,7 +168,7 @@ export class SqlResourceStore implements ResourceStore {
       this.on(tx),
       'resource_list',
       `SELECT ${COLUMNS} FROM resources
-       WHERE conversation_id = $1
+       WHERE conversation_id = $1 AND ${LIVE}
          AND ($2::text IS NULL OR starts_with(name, $2::text))
          AND ($3::text IS NULL OR created_by = $3::text)
          AND ($4::text IS NULL OR name COLLATE "C" > $4::text)
@@ -159,5 +177,9 @@ export class SqlResourceStore implements ResourceStore {
       [conversationId, opts.prefix ?? null, opts.createdBy ?? null, opts.after ?? null, opts.limit ?? 10000],
     );
     return rows.map(toResource);
+  }
+
+  query(conversationId: string, q: ResourceListQuery, tx?: Transaction): Promise<Resource[]> {
+    return this.queries.query(conversationId, q, tx);
   }
 }

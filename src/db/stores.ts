@@ -9,9 +9,13 @@ import { PrismaPermissionStore } from './permission-store';
 import { SqlResourceStore } from './resource-store';
 import { PoolUnitsOfWork } from './unit-of-work';
 
-export function openStores(db: Pick<Database, 'pool' | 'prisma'>): Stores {
+/** `queryTimeoutMs`: QUERY_TIMEOUT_MS, the bound of a filtered resource query. */
+export function openStores(
+  db: Pick<Database, 'pool' | 'prisma' | 'sharedSession'>,
+  opts: { queryTimeoutMs?: number } = {},
+): Stores {
   return {
-    resources: new SqlResourceStore(db.pool),
+    resources: new SqlResourceStore(db.pool, { timeoutMs: opts.queryTimeoutMs, embedded: db.sharedSession }),
     decisions: new SqlDecisionStore(db.pool),
     permissions: new PrismaPermissionStore(db.prisma),
     conversations: new PrismaConversationStore(db.prisma, db.pool),

@@ -13,7 +13,14 @@
  */
 import { extname, join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { ToolError, isToolErrorCode, type SharedContext, type ToolContext, type ToolLogger } from '../tool-interface';
+import {
+  ToolError,
+  isToolErrorCode,
+  type ResourceQuery,
+  type SharedContext,
+  type ToolContext,
+  type ToolLogger,
+} from '../tool-interface';
 import { SkipModule, errorMessage, type ParseArgsResult } from '../tool-module';
 import {
   LOG_LEVELS,
@@ -79,6 +86,9 @@ function invoke(shared: SharedContext, method: CtxMethod, args: unknown[]): Prom
       return shared.listResources(name as { prefix?: string } | undefined);
     case 'deleteResource':
       return shared.deleteResource(name as string);
+    case 'queryResources':
+      // Whatever the worker sent: the shared context checks every field of the query.
+      return shared.queryResources((name ?? {}) as ResourceQuery);
     default:
       return Promise.reject(new Error(`No shared-context method ${String(method)}`));
   }

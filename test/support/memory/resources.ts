@@ -2,6 +2,7 @@
 import { conversationNotFound } from '../../../src/core/errors';
 import type {
   ListResourcesOptions,
+  ResourceListQuery,
   ResourceStore,
   ResourceUpdate,
   Transaction,
@@ -109,6 +110,16 @@ export class MemoryResourceStore implements ResourceStore {
           .slice(0, opts.limit ?? 100),
       ),
     );
+  }
+
+  /** The name sort and the plain filters; SQL/JSON path filters need the database (src/db/resource-query.ts). */
+  query(conversationId: string, q: ResourceListQuery, tx?: Transaction): Promise<Resource[]> {
+    if (q.filter !== undefined || q.sort.key !== 'name' || q.sort.descending || q.updatedBy || q.updatedSince) {
+      return Promise.reject(new Error('MemoryResourceStore.query: only the ascending name sort without a filter'));
+    }
+    const { prefix, createdBy, limit } = q;
+    const after = q.after?.name;
+    return this.list(conversationId, { prefix, createdBy, after, limit }, tx);
   }
 }
 
