@@ -46,7 +46,14 @@ export function querySql(conversationId: string, q: ResourceListQuery): { text: 
   if (q.createdBy !== undefined) where.push(`created_by = ${bind(q.createdBy, 'text')}`);
   if (q.updatedBy !== undefined) where.push(`updated_by = ${bind(q.updatedBy, 'text')}`);
   if (q.updatedSince !== undefined) where.push(`updated_at >= ${bind(q.updatedSince, 'timestamptz')}`);
-  if (q.filter !== undefined) where.push(`data @@ ${bind(q.filter, 'jsonpath')}`);
+  if (q.filter !== undefined) {
+    const path = bind(q.filter, 'jsonpath');
+    where.push(`data @@ ${path}`);
+    // The filter once over `{}`, whatever the rows: an unknown variable fails even where no row is
+    // read (an empty conversation, no index match). Always true otherwise, and evaluated once: at
+    // planning (the values are known then), or as a one-time filter.
+    where.push(`('{}'::jsonb @@ ${path}) IS NOT DISTINCT FROM ('{}'::jsonb @@ ${path})`);
+  }
   const column = SORT_COLUMN[q.sort.key];
   const dir = q.sort.descending ? 'DESC' : 'ASC';
   const after = q.sort.descending ? '<' : '>';
