@@ -88,7 +88,7 @@ function invoke(shared: SharedContext, method: CtxMethod, args: unknown[]): Prom
       return shared.deleteResource(name as string);
     case 'queryResources':
       // Whatever the worker sent: the shared context checks every field of the query.
-      return shared.queryResources((name ?? {}) as ResourceQuery);
+      return shared.queryResources(name as ResourceQuery);
     default:
       return Promise.reject(new Error(`No shared-context method ${String(method)}`));
   }
