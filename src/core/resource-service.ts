@@ -8,7 +8,7 @@ import type { ConversationAccess } from './access';
 import type { AuditService } from './audit';
 import { openOnFirstUse } from './conversations';
 import { AppError, conversationNotFound } from './errors';
-import type { ConversationStore, ListResourcesOptions, ResourceStore } from './ports';
+import type { ConversationStore, ResourceStore } from './ports';
 import type { Principal } from './principal';
 import { ID_RULE, isValidId } from './resource-names';
 import { queryPage } from './resource-query';
@@ -67,12 +67,6 @@ export class ResourceService {
     private readonly rest: { access: ConversationAccess; audit?: AuditService },
   ) {}
 
-  /** GET …/resources: a page for `p` (not_found when the conversation does not exist). */
-  async listAs(p: Principal, conversationId: string, opts: ListResourcesOptions): Promise<Resource[]> {
-    await this.rest.access.check(p, conversationId, 'read-resources', 'read resources');
-    return this.listOrNotFound(conversationId, opts);
-  }
-
   /**
    * GET …/resources (API.md, Resources and Queries): a page for `p`; a
    * malformed query is refused before the database is asked.
@@ -82,7 +76,7 @@ export class ResourceService {
     return this.queryOrNotFound(conversationId, query);
   }
 
-  /** A page of `query`, not_found when the conversation does not exist (REST, MCP). */
+  /** A page of `query`, not_found when the conversation does not exist. */
   async queryOrNotFound(conversationId: string, query: ResourceQuery): Promise<ResourcePage> {
     const page = await queryPage(this.store, conversationId, query);
     // An empty page may be a missing conversation; only then is the extra read needed.
@@ -126,19 +120,6 @@ export class ResourceService {
     const bytes = Buffer.byteLength(text, 'utf8');
     if (bytes > this.maxBytes) throw new ResourceTooLargeError(bytes, this.maxBytes);
     return text;
-  }
-
-  /** One page, ordered by name (bytewise); empty for a conversation that does not exist. */
-  list(conversationId: string, opts: ListResourcesOptions): Promise<Resource[]> {
-    return this.store.list(conversationId, opts);
-  }
-
-  /** The same, but not_found when the conversation does not exist. */
-  async listOrNotFound(conversationId: string, opts: ListResourcesOptions): Promise<Resource[]> {
-    if (!(await this.conversations.exists(conversationId))) {
-      throw conversationNotFound(conversationId);
-    }
-    return this.store.list(conversationId, opts);
   }
 
   find(conversationId: string, name: string): Promise<Resource | undefined> {
