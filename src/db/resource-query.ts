@@ -7,11 +7,13 @@
  *
  * Indexes (migration 20260701000100_resource_query): `(conversation_id, name
  * COLLATE "C")` and one per time key serve each sort in order, so a page reads
- * its rows and stops; a GIN index over `data` (jsonb_path_ops, with
- * conversation_id in it where btree_gin exists) finds the rows an equality
- * filter matches without reading the others. The planner picks between the
- * two per query, which is why a filtered query is never a named statement:
- * planned with the filter's own value, not a generic plan.
+ * its rows and stops; a GIN index over `data` (jsonb_path_ops) finds the rows
+ * an equality filter matches without reading the others. The planner picks
+ * between the two per query, which is why a filtered query is never a named
+ * statement: planned with the filter's own value, not a generic plan. (Its
+ * statistics are the table's: docs/BENCHMARKS.md §13 has the one case that
+ * misleads it, and why a conversation_id key in the GIN index, btree_gin,
+ * would not help: it is not used, so no extension is needed.)
  *
  * A filtered query runs in a short transaction (or, inside an action's, a
  * savepoint) with `SET LOCAL statement_timeout`: a regex that backtracks, or
