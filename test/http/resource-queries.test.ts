@@ -347,6 +347,11 @@ describe('hostile filters', () => {
     const started = Date.now();
     const res = await list(slow, { filter: SLOW_FILTER });
     expectProblem(res, 400, 'query_too_expensive');
+    if (t.database.embedded) {
+      // PGlite (no TEST_DATABASE_URL) cannot cancel a statement: the pattern is refused before it runs.
+      expect(res.body.detail).toMatch(/back reference/);
+      return;
+    }
     expect(res.body.detail).toContain(`QUERY_TIMEOUT_MS (${QUERY_TIMEOUT_MS} ms)`);
     // Cancelled by the database, not left running: the answer came long before the regex would finish.
     expect(Date.now() - started).toBeLessThan(20_000);
