@@ -22,7 +22,7 @@ import { queryPage } from '../src/core/resource-query';
 import type { ResourceQuery } from '../src/core/tool-interface';
 import { openDatabase } from '../src/db/database';
 import { applyMigrations } from '../src/db/migrator';
-import { querySql } from '../src/db/resource-query';
+import { SqlResourceQueries, querySql } from '../src/db/resource-query';
 import { SqlResourceStore } from '../src/db/resource-store';
 import { toListQuery } from '../src/core/resource-query';
 
@@ -154,7 +154,7 @@ export async function runQueryBench(serverUrl: string): Promise<QueryBenchResult
   try {
     await applyMigrations({ client });
     await load(db);
-    const store = new SqlResourceStore(db.pool, { timeoutMs: 2000 });
+    const store = new SqlResourceStore(db.pool, new SqlResourceQueries(db.pool, 2000));
     const rows = await measure(store);
     const plans = [];
     for (const c of CASES.slice(2, 6)) plans.push({ label: c.label, plan: await plan(db, c.query) });

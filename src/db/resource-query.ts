@@ -25,13 +25,11 @@ import { AppError } from '../core/errors';
 import type { ResourceListQuery, Transaction } from '../core/ports';
 import type { Resource } from '../core/tool-interface';
 import { driverErrorChain } from './database';
-import { type ResourceRow, toResource } from './resource-store';
+import { LIVE, type ResourceQueries, type ResourceRow, toResource } from './resource-store';
 import { type Queryable, clientOf, prepared, translateError } from './sql';
 import type { Pool, PoolClient } from 'pg';
 
 const COLUMNS = 'name, data, created_by, updated_by, created_at, updated_at, version';
-/** Expired resources read as missing (API.md, TTL), whether or not the sweep has deleted them yet. */
-export const LIVE = '(expires_at IS NULL OR expires_at > now())';
 
 /** The column of each sort key: constants, never caller text. */
 const SORT_COLUMN = { name: null, updatedAt: 'updated_at', createdAt: 'created_at' } as const;
@@ -159,7 +157,7 @@ function unescapeRegex(literal: string): string {
   return text.replace(/\\\\/g, '');
 }
 
-export class SqlResourceQueries {
+export class SqlResourceQueries implements ResourceQueries {
   constructor(
     private readonly pool: Pool,
     private readonly timeoutMs: number,

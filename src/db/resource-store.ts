@@ -6,7 +6,6 @@
  * (versions 2, 3, ... in commit order) and the primary key lets exactly one
  * concurrent create win.
  */
-import type { Pool } from 'pg';
 import type {
   ListResourcesOptions,
   ResourceListQuery,
@@ -15,7 +14,6 @@ import type {
   Transaction,
 } from '../core/ports';
 import type { Resource } from '../core/tool-interface';
-import { LIVE, SqlResourceQueries } from './resource-query';
 import { clientOf, prepared, type Queryable } from './sql';
 
 export interface ResourceRow {
@@ -29,6 +27,11 @@ export interface ResourceRow {
 }
 
 const COLUMNS = 'name, data, created_by, updated_by, created_at, updated_at, version';
+/** Expired resources read as missing (API.md, TTL), whether or not the sweep has deleted them yet. */
+export const LIVE = '(expires_at IS NULL OR expires_at > now())';
+
+/** ResourceStore.query's SQL (src/db/resource-query.ts), given to the store so the two files need not import each other. */
+export type ResourceQueries = Pick<ResourceStore, 'query'>;
 
 export function toResource(row: ResourceRow): Resource {
   return {
@@ -42,18 +45,11 @@ export function toResource(row: ResourceRow): Resource {
   };
 }
 
-/** QUERY_TIMEOUT_MS's default (src/config.ts). */
-const QUERY_TIMEOUT_DEFAULT_MS = 2000;
-
 export class SqlResourceStore implements ResourceStore {
-  private readonly queries: SqlResourceQueries;
-
   constructor(
-    private readonly pool: Pool,
-    queries: { timeoutMs?: number; embedded?: boolean } = {},
-  ) {
-    this.queries = new SqlResourceQueries(pool, queries.timeoutMs ?? QUERY_TIMEOUT_DEFAULT_MS, queries.embedded);
-  }
+    private readonly pool: Queryable,
+    private readonly queries: ResourceQueries,
+  ) {}
 
   private on(tx: Transaction | undefined): Queryable {
     return tx ? clientOf(tx) : this.pool;

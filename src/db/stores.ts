@@ -6,8 +6,12 @@ import { SqlDecisionStore } from './decision-store';
 import { SqlIdempotencyStore } from './idempotency-store';
 import { SqlKeyStore } from './key-store';
 import { PrismaPermissionStore } from './permission-store';
+import { SqlResourceQueries } from './resource-query';
 import { SqlResourceStore } from './resource-store';
 import { PoolUnitsOfWork } from './unit-of-work';
+
+/** QUERY_TIMEOUT_MS's default (src/config.ts), for callers that give none. */
+const QUERY_TIMEOUT_DEFAULT_MS = 2000;
 
 /** `queryTimeoutMs`: QUERY_TIMEOUT_MS, the bound of a filtered resource query. */
 export function openStores(
@@ -15,7 +19,10 @@ export function openStores(
   opts: { queryTimeoutMs?: number } = {},
 ): Stores {
   return {
-    resources: new SqlResourceStore(db.pool, { timeoutMs: opts.queryTimeoutMs, embedded: db.sharedSession }),
+    resources: new SqlResourceStore(
+      db.pool,
+      new SqlResourceQueries(db.pool, opts.queryTimeoutMs ?? QUERY_TIMEOUT_DEFAULT_MS, db.sharedSession),
+    ),
     decisions: new SqlDecisionStore(db.pool),
     permissions: new PrismaPermissionStore(db.prisma),
     conversations: new PrismaConversationStore(db.prisma, db.pool),
