@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: the router micro-benchmark, then negotiate over HTTP
  * against the express + pg floor, then MCP tools/call against REST negotiate,
- * then a participant's remote call against the same upstream called directly. Prints markdown tables; docs/BENCHMARKS.md
+ * then a participant's remote call against the same upstream called directly, then resource queries over
+ * 100,000 resources against the unfiltered page. Prints markdown tables; docs/BENCHMARKS.md
  * records a run. The HTTP part needs a Postgres server that allows CREATE
  * DATABASE: BENCH_DATABASE_URL, else DATABASE_URL, else the machine's
  * postgresql://root@127.0.0.1:5432/postgres.
@@ -10,6 +11,7 @@ import { cpus } from 'node:os';
 import { formatHttpBench, runHttpBench } from './http-bench';
 import { formatMcpBench, runMcpBench } from './mcp-bench';
 import { formatParticipantsBench, runParticipantsBench } from './participants-bench';
+import { formatQueryBench, runQueryBench } from './query-bench';
 import { formatRouterBench, runRouterBench } from './router-bench';
 
 async function main(): Promise<void> {
@@ -25,7 +27,9 @@ async function main(): Promise<void> {
   process.stdout.write(
     '## A remote tool (server-everything echo over Streamable HTTP): through the gateway vs direct\n\n',
   );
-  process.stdout.write(`${formatParticipantsBench(await runParticipantsBench(url))}\n`);
+  process.stdout.write(`${formatParticipantsBench(await runParticipantsBench(url))}\n\n`);
+  process.stdout.write('## Resource queries: filters over 100,000 resources vs the unfiltered page\n\n');
+  process.stdout.write(`${formatQueryBench(await runQueryBench(url))}\n`);
 }
 
 main().catch((err: unknown) => {

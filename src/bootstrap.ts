@@ -72,7 +72,7 @@ export function wireServices(
     ...registryOverrides,
   });
   const catalog = new ToolCatalog(registry, config.routerMinConfidence);
-  const stores = openStores(db);
+  const stores = openStores(db, { queryTimeoutMs: config.queryTimeoutMs });
   const access = new ConversationAccess(stores.conversations);
   const audit = new AuditService(
     new SqlAuditStore(db.pool, logger.child({ component: 'audit' }), auditOptions),

@@ -47,6 +47,11 @@ export const ZConfig = z.object({
   DB_POOL_SIZE: z.coerce.number().int().min(1).max(200).default(10),
   /** Below the database's 30 s statement timeout, so a stuck tool answers before its statement would. */
   TOOL_TIMEOUT_MS: z.coerce.number().int().min(1).max(600000).default(25000),
+  /**
+   * A filtered resource query running longer is cancelled (400 query_too_expensive): a
+   * backtracking regex must not hold a connection. An indexed filter answers in milliseconds.
+   */
+  QUERY_TIMEOUT_MS: z.coerce.number().int().min(1).max(600000).default(2000),
   /** How long in-flight requests get to finish after SIGTERM; shorter than
    * Docker's default 10 s stop timeout so the database closes cleanly. */
   SHUTDOWN_GRACE_MS: z.coerce.number().int().min(0).max(600000).default(8000),
@@ -137,6 +142,7 @@ export interface Config {
   routerMinConfidence: number;
   dbPoolSize: number;
   toolTimeoutMs: number;
+  queryTimeoutMs: number;
   shutdownGraceMs: number;
   headersTimeoutMs: number;
   requestTimeoutMs: number;
@@ -306,6 +312,7 @@ function toConfig(c: TEnv): Config {
     routerMinConfidence: c.ROUTER_MIN_CONFIDENCE,
     dbPoolSize: c.DB_POOL_SIZE,
     toolTimeoutMs: c.TOOL_TIMEOUT_MS,
+    queryTimeoutMs: c.QUERY_TIMEOUT_MS,
     shutdownGraceMs: c.SHUTDOWN_GRACE_MS,
     headersTimeoutMs: c.HTTP_HEADERS_TIMEOUT_MS,
     requestTimeoutMs: c.HTTP_REQUEST_TIMEOUT_MS,

@@ -6,6 +6,8 @@
 import { z } from 'zod';
 import {
   ToolError,
+  type Resource,
+  type SharedContext,
   ZResourceName,
   ZResourcePrefix,
   defineAction,
@@ -118,9 +120,47 @@ export function summarize(data: unknown, field?: string): Summary {
   throw new ToolError('invalid_args', '"field" needs the resource data to be an object or an array of objects');
 }
 
+/** Every resource matching `filter` (and `prefix`), a page of 500 at a time: the query is the database's. */
+async function* matching(shared: SharedContext, filter: string, prefix: string | undefined): AsyncGenerator<Resource> {
+  let cursor: string | undefined;
+  do {
+    const page = await shared.queryResources({
+      filter,
+      limit: 500,
+      ...(prefix ? { prefix } : {}),
+      ...(cursor ? { cursor } : {}),
+    });
+    yield* page.resources;
+    cursor = page.nextCursor ?? undefined;
+  } while (cursor !== undefined);
+}
+
+/** How many resources match, and with `field` the numbers of that member of their data (objects only). */
+export async function countMatching(
+  shared: SharedContext,
+  args: { prefix?: string | undefined; filter?: string | undefined; field?: string | undefined },
+): Promise<{ count: number; field?: string; fieldCount?: number; stats?: NumericStats }> {
+  const { prefix, filter, field } = args;
+  const resources: Resource[] = [];
+  if (filter === undefined) resources.push(...(await shared.listResources({ prefix })));
+  else for await (const r of matching(shared, filter, prefix)) resources.push(r);
+  if (field === undefined) return { count: resources.length };
+  const values = resources
+    .map((r) => r.data)
+    .filter(isObject)
+    .filter((data) => Object.hasOwn(data, field))
+    .map((data) => data[field]);
+  const stats = numericStats(values);
+  return { count: resources.length, field, fieldCount: values.length, ...(stats ? { stats } : {}) };
+}
+
 const ZJsonType = z.enum(['array', 'object', 'string', 'number', 'boolean', 'null']);
 
 /** Summary, as published output. */
+const ZStats = z
+  .object({ count: z.number().int(), min: z.number(), max: z.number(), mean: z.number(), sum: z.number() })
+  .describe('Over the numeric values; absent when there are none');
+
 const ZSummary = z.object({
   name: z.string().describe('The resource summarized'),
   type: ZJsonType,
@@ -160,11 +200,23 @@ export default defineTool({
       },
     }),
     'count-resources': defineAction({
-      description: 'Count the resources of the conversation, optionally only those whose name starts with `prefix`.',
+      description:
+        'Count the resources of the conversation, optionally only those whose name starts with `prefix` and whose ' +
+        'data matches `filter`, a SQL/JSON path predicate such as `$.status == "open" && $.amount > 100`. With ' +
+        "`field`: also count/min/max/mean/sum of the numbers in that member of the counted resources' data.",
       level: 1,
-      input: z.object({ prefix: ZResourcePrefix.optional() }),
-      output: z.object({ count: z.number().int() }),
-      handler: async ({ prefix }, ctx) => ({ count: (await ctx.sharedContext.listResources({ prefix })).length }),
+      input: z.object({
+        prefix: ZResourcePrefix.optional(),
+        filter: z.string().min(1).max(4096).optional().describe("SQL/JSON path predicate over each resource's data"),
+        field: z.string().min(1).max(128).optional().describe('Data member to take the numbers from'),
+      }),
+      output: z.object({
+        count: z.number().int(),
+        field: z.string().optional().describe('The member the numbers were taken from'),
+        fieldCount: z.number().int().optional().describe('Counted resources whose data has that member'),
+        stats: ZStats.optional(),
+      }),
+      handler: async (args, ctx) => countMatching(ctx.sharedContext, args),
     }),
   },
 });

@@ -15,13 +15,12 @@ import {
   Tags,
 } from '@tsoa/runtime';
 import type { Request as ExRequest } from 'express';
-import { isValidId } from '../core/resource-names';
 import { principalOf } from '../http/authenticate';
 import { parsePrecondition } from '../http/preconditions';
-import { AppError, type Problem } from '../http/problem';
+import type { Problem } from '../http/problem';
 import type { Services } from '../services';
 import type { ResourcePage } from './responses';
-import type { Cursor, EntityTags, Id, Resource } from './types';
+import type { EntityTags, Id, Resource, ResourceCursor, ResourceSortParam } from './types';
 import { PROBLEM_JSON } from '../http/problem';
 import {
   forbiddenExample,
@@ -57,20 +56,6 @@ function etag(version: number): string {
   return `"${version}"`;
 }
 
-function encodeCursor(name: string): string {
-  return Buffer.from(name, 'utf8').toString('base64url');
-}
-
-function decodeCursor(cursor: string): string {
-  const name = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!isValidId(name) || encodeCursor(name) !== cursor) {
-    throw new AppError('validation_failed', 'cursor is not one this API returned', [
-      { path: 'cursor', message: 'invalid cursor' },
-    ]);
-  }
-  return name;
-}
-
 @Route('conversations/{id}/resources')
 @Tags('Resources')
 export class ResourcesController extends Controller {
@@ -79,21 +64,36 @@ export class ResourcesController extends Controller {
   }
 
   /**
-   * The conversation's resources, ordered by name.
+   * The conversation's resources: a page, ordered by name unless `sort` says
+   * otherwise. `filter` is a SQL/JSON path predicate over each resource's
+   * `data`, as Postgres implements the standard (`$.status == "open" &&
+   * $.amount > 100`, `exists($.tags ? (@ == "x"))`, `$.title like_regex
+   * "^draft" flag "i"`); it is evaluated by the database as a value, never as
+   * SQL. A filter that does not parse or fails when evaluated (an unknown
+   * variable, a bad regex) is a 400 `validation_failed` with the database's
+   * message; one that runs past QUERY_TIMEOUT_MS is a 400
+   * `query_too_expensive`. A path that is not a predicate matches only where it
+   * yields `true`. The other parameters narrow the page further; all must hold.
+   * @param filter SQL/JSON path predicate over `data`, at most 4096 characters.
+   * @param sort name, updatedAt or createdAt; `-` first for descending. Ties are broken by name.
    * @param prefix Only names starting with this.
    * @param createdBy Only resources created by this tool (or `client`).
+   * @param updatedBy Only resources last updated by this tool (or `client`).
+   * @param updatedSince Only resources updated at or after this instant (epoch milliseconds).
+   * @isInt updatedSince must be epoch milliseconds (a non-negative integer)
+   * @minimum updatedSince 0 must be epoch milliseconds (a non-negative integer)
    * @param limit Page size, 1 to 500.
    * @isInt limit must be an integer from 1 to 500
    * @minimum limit 1 must be an integer from 1 to 500
    * @maximum limit 500 must be an integer from 1 to 500
-   * @param cursor From the previous page's nextCursor.
-   * @summary List the conversation's resources
+   * @param cursor From the previous page's nextCursor, with the same sort.
+   * @summary List or query the conversation's resources
    */
   @Get()
   @Example<ResourcePage>(resourcePageExample)
   @Response<Problem>(
     400,
-    'Bad limit, cursor or id; a NUL character in a query value',
+    "Bad limit, sort, cursor or id; a NUL character in a query value; a filter that does not parse or fails when evaluated (validation_failed, with the database's message); a filter that runs past QUERY_TIMEOUT_MS (query_too_expensive)",
     validationFailedExample,
     PROBLEM_JSON,
   )
@@ -102,21 +102,25 @@ export class ResourcesController extends Controller {
   public async listResources(
     @Request() req: ExRequest,
     @Path() id: Id,
+    @Query() filter?: string,
+    @Query() sort?: ResourceSortParam,
     @Query() prefix?: string,
     @Query() createdBy?: string,
+    @Query() updatedBy?: string,
+    @Query() updatedSince?: number,
     @Query() limit: number = 100,
-    @Query() cursor?: Cursor,
+    @Query() cursor?: ResourceCursor,
   ): Promise<ResourcePage> {
-    const after = cursor !== undefined ? decodeCursor(cursor) : undefined;
-    const rows = await this.services.resources.listAs(principalOf(req), id, {
-      prefix,
-      createdBy,
-      after,
-      limit: limit + 1,
+    return this.services.resources.queryAs(principalOf(req), id, {
+      ...(filter !== undefined ? { filter } : {}),
+      ...(sort !== undefined ? { sort } : {}),
+      ...(prefix !== undefined ? { prefix } : {}),
+      ...(createdBy !== undefined ? { createdBy } : {}),
+      ...(updatedBy !== undefined ? { updatedBy } : {}),
+      ...(updatedSince !== undefined ? { updatedSince } : {}),
+      ...(cursor !== undefined ? { cursor } : {}),
+      limit,
     });
-    const page = rows.slice(0, limit);
-    const more = rows.length > limit;
-    return { resources: page, nextCursor: more ? encodeCursor(page[page.length - 1]!.name) : null };
   }
 
   /**

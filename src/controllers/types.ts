@@ -54,6 +54,16 @@ export type KeyId = string;
  */
 export type Cursor = string;
 
+/**
+ * A resource page's cursor: a previous page's nextCursor, passed back
+ * unchanged with the same `sort`. Any other value, even of this form, is a 400.
+ * @pattern ^[A-Za-z0-9_-]{2,256}$ is not a cursor this API returned
+ */
+export type ResourceCursor = string;
+
+/** A resource sort key, `-` first for descending; ties are broken by name in the same direction. */
+export type ResourceSortParam = 'name' | '-name' | 'updatedAt' | '-updatedAt' | 'createdAt' | '-createdAt';
+
 export type { Resource } from '../core/tool-interface';
 
 // The grammar parsePrecondition in src/http/preconditions.ts reads.

@@ -21,7 +21,9 @@ export type ErrorCode =
   | 'idempotency_key_reused'
   | 'rate_limited'
   | 'internal'
-  | 'unavailable';
+  | 'unavailable'
+  /** A query filter that ran past QUERY_TIMEOUT_MS (API.md, "Shared context, M6"). */
+  | 'query_too_expensive';
 
 export interface FieldError {
   path: string;

@@ -8,11 +8,12 @@ import type { ConversationAccess } from './access';
 import type { AuditService } from './audit';
 import { openOnFirstUse } from './conversations';
 import { AppError, conversationNotFound } from './errors';
-import type { ConversationStore, ListResourcesOptions, ResourceStore } from './ports';
+import type { ConversationStore, ResourceStore } from './ports';
 import type { Principal } from './principal';
 import { ID_RULE, isValidId } from './resource-names';
+import { queryPage } from './resource-query';
 import { TTL_RULE, isValidTtl } from './resource-ttl';
-import { ToolError, type Resource } from './tool-interface';
+import { ToolError, type Resource, type ResourcePage, type ResourceQuery } from './tool-interface';
 
 /** A precondition: `*`, or the versions its entity tags name. */
 export type Precondition = { any: true } | { versions: number[] };
@@ -79,10 +80,23 @@ export class ResourceService {
     private readonly rest: { access: ConversationAccess; audit?: AuditService },
   ) {}
 
-  /** GET …/resources: a page for `p` (not_found when the conversation does not exist). */
-  async listAs(p: Principal, conversationId: string, opts: ListResourcesOptions): Promise<Resource[]> {
+  /**
+   * GET …/resources (API.md, Resources and Queries): a page for `p`; a
+   * malformed query is refused before the database is asked.
+   */
+  async queryAs(p: Principal, conversationId: string, query: ResourceQuery): Promise<ResourcePage> {
     await this.rest.access.check(p, conversationId, 'read-resources', 'read resources');
-    return this.listOrNotFound(conversationId, opts);
+    return this.queryOrNotFound(conversationId, query);
+  }
+
+  /** A page of `query`, not_found when the conversation does not exist. */
+  async queryOrNotFound(conversationId: string, query: ResourceQuery): Promise<ResourcePage> {
+    const page = await queryPage(this.store, conversationId, query);
+    // An empty page may be a missing conversation; only then is the extra read needed.
+    if (page.resources.length === 0 && !(await this.conversations.exists(conversationId))) {
+      throw conversationNotFound(conversationId);
+    }
+    return page;
   }
 
   /** GET …/resources/{name} for `p`. */
@@ -119,19 +133,6 @@ export class ResourceService {
     const bytes = Buffer.byteLength(text, 'utf8');
     if (bytes > this.maxBytes) throw new ResourceTooLargeError(bytes, this.maxBytes);
     return text;
-  }
-
-  /** One page, ordered by name (bytewise); empty for a conversation that does not exist. */
-  list(conversationId: string, opts: ListResourcesOptions): Promise<Resource[]> {
-    return this.store.list(conversationId, opts);
-  }
-
-  /** The same, but not_found when the conversation does not exist. */
-  async listOrNotFound(conversationId: string, opts: ListResourcesOptions): Promise<Resource[]> {
-    if (!(await this.conversations.exists(conversationId))) {
-      throw conversationNotFound(conversationId);
-    }
-    return this.store.list(conversationId, opts);
   }
 
   find(conversationId: string, name: string): Promise<Resource | undefined> {

@@ -12,8 +12,9 @@
  * for it and then sees the committed result. Read-level actions keep their
  * lock-free reads (and the prefetch) outside any transaction.
  */
-import { TransactionAbortedError } from './errors';
+import { AppError, TransactionAbortedError } from './errors';
 import type { Transaction, UnitOfWork } from './ports';
+import { queryPage } from './resource-query';
 import { assertResourceName, type ResourceService, ttlSecondsOf } from './resource-service';
 import type {
   Resource,
@@ -141,7 +142,21 @@ export class ConversationSharedContext implements SharedContext {
     return Promise.reject(new Error('transaction: not built yet'));
   }
 
-  queryResources(_query: ResourceQuery): Promise<ResourcePage> {
-    return Promise.reject(new Error('queryResources: not built yet'));
+  /**
+   * Never locks, like listResources. A query the caller got wrong (a filter
+   * that does not parse or fails, one past QUERY_TIMEOUT_MS, a bad cursor) is
+   * the tool's `invalid_args` with the reason; inside an action's
+   * transaction the query runs in a savepoint, so the action may go on.
+   */
+  async queryResources(query: ResourceQuery): Promise<ResourcePage> {
+    const tx = this.o.unit ? await this.o.unit.transaction() : await this.reader();
+    try {
+      return await this.track(queryPage(this.o.resources.store, this.o.conversationId, query ?? {}, tx));
+    } catch (err) {
+      if (err instanceof AppError && (err.code === 'validation_failed' || err.code === 'query_too_expensive')) {
+        throw new ToolError('invalid_args', err.message);
+      }
+      throw err;
+    }
   }
 }

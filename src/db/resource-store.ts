@@ -15,6 +15,7 @@
 import type {
   ExpiredResource,
   ListResourcesOptions,
+  ResourceListQuery,
   ResourceStore,
   ResourceUpdate,
   ResourceWriteOptions,
@@ -38,10 +39,13 @@ export interface ResourceRow {
 const COLUMNS = 'name, data, created_by, updated_by, created_at, updated_at, version, expires_at';
 
 /** The row has not expired (the resources table's own columns, unqualified). */
-const LIVE = '(expires_at IS NULL OR expires_at > now())';
+export const LIVE = '(expires_at IS NULL OR expires_at > now())';
 
 /** The expiry a write sets: now() + $N seconds, or none (NULL) when $N is null. */
 const expiryOf = (param: number): string => `now() + $${param}::int * interval '1 second'`;
+
+/** ResourceStore.query's SQL (src/db/resource-query.ts), given to the store so the two files need not import each other. */
+export type ResourceQueries = Pick<ResourceStore, 'query'>;
 
 export function toResource(row: ResourceRow): Resource {
   const resource: Resource = {
@@ -73,7 +77,10 @@ const UPSERT_SET = `data = EXCLUDED.data, updated_by = EXCLUDED.updated_by, upda
          created_at = CASE WHEN resources.expires_at <= now() THEN now() ELSE resources.created_at END`;
 
 export class SqlResourceStore implements ResourceStore {
-  constructor(private readonly pool: Queryable) {}
+  constructor(
+    private readonly pool: Queryable,
+    private readonly queries: ResourceQueries,
+  ) {}
 
   private on(tx: Transaction | undefined): Queryable {
     return tx ? clientOf(tx) : this.pool;
@@ -188,7 +195,7 @@ export class SqlResourceStore implements ResourceStore {
       this.on(tx),
       'resource_list',
       `SELECT ${COLUMNS} FROM resources
-       WHERE conversation_id = $1
+       WHERE conversation_id = $1 AND ${LIVE}
          AND ($2::text IS NULL OR starts_with(name, $2::text))
          AND ($3::text IS NULL OR created_by = $3::text)
          AND ($4::text IS NULL OR name COLLATE "C" > $4::text)
@@ -214,5 +221,9 @@ export class SqlResourceStore implements ResourceStore {
       [limit],
     );
     return rows.map((r) => ({ conversationId: r.conversation_id, name: r.name, version: r.version }));
+  }
+
+  query(conversationId: string, q: ResourceListQuery, tx?: Transaction): Promise<Resource[]> {
+    return this.queries.query(conversationId, q, tx);
   }
 }

@@ -25,6 +25,7 @@ export const PROBLEM_STATUS: Record<ProblemCode, number> = {
   rate_limited: 429,
   internal: 500,
   unavailable: 503,
+  query_too_expensive: 400,
 };
 
 const TITLES: Record<ProblemCode, string> = {
@@ -41,6 +42,7 @@ const TITLES: Record<ProblemCode, string> = {
   rate_limited: 'Too many requests',
   internal: 'Internal server error',
   unavailable: 'Service unavailable',
+  query_too_expensive: 'Query too expensive',
 };
 
 /** RFC 9457 problem details, as every error of this API except negotiate's outcomes. */

@@ -21,8 +21,9 @@ import type { HoldRequest } from '../core/held-calls';
 import type { NegotiateRequest, NegotiationResult } from '../core/negotiation';
 import type { Principal } from '../core/principal';
 import { isValidId } from '../core/resource-names';
-import type { Resource } from '../core/tool-interface';
-import { isUnavailable } from '../core/errors';
+import { queryPage } from '../core/resource-query';
+import type { Resource, ResourcePage } from '../core/tool-interface';
+import { AppError, isUnavailable } from '../core/errors';
 import type { Logger } from '../logger';
 import type { Services } from '../services';
 import { mcpToolDefinitions } from './tool-definitions';
@@ -203,25 +204,25 @@ function serveResources(
   const { resources } = services;
   server.setRequestHandler('resources/list', async (request) => {
     const cursor = request.params?.cursor;
-    if (cursor !== undefined && !isValidId(cursor))
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
-    let page: Resource[];
+    let page: ResourcePage;
     try {
-      page = await resources.list(conversationId, { after: cursor, limit: RESOURCES_PAGE + 1 });
+      // The shared query path (src/core/resource-query.ts): name order, its opaque cursors, expired resources left out.
+      page = await queryPage(resources.store, conversationId, { limit: RESOURCES_PAGE, ...(cursor ? { cursor } : {}) });
     } catch (err) {
+      if (err instanceof AppError && err.code === 'validation_failed') {
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Invalid cursor');
+      }
       throw internal(err, 'resources/list');
     }
-    const more = page.length > RESOURCES_PAGE;
-    const shown = more ? page.slice(0, RESOURCES_PAGE) : page;
     return {
-      resources: shown.map((r) => ({
+      resources: page.resources.map((r) => ({
         uri: resourceUri(conversationId, r.name),
         name: r.name,
         title: r.name,
         description: `Shared-context resource of conversation ${conversationId} (version ${r.version}, last updated by ${r.updatedBy})`,
         mimeType: MIME,
       })),
-      ...(more ? { nextCursor: shown[shown.length - 1]!.name } : {}),
+      ...(page.nextCursor !== null ? { nextCursor: page.nextCursor } : {}),
       ...CACHE,
     };
   });

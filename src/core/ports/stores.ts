@@ -1,7 +1,7 @@
 /** The stores of conversations, resources, decisions, permissions and keys (src/db implements them). */
 import type { TPolicy } from '../policy';
 import type { FoundResource } from '../tool-dependencies';
-import type { Level, Resource } from '../tool-interface';
+import type { Level, Resource, ResourceSortKey } from '../tool-interface';
 import type { Transaction } from './units';
 
 export interface ListResourcesOptions {
@@ -10,6 +10,24 @@ export interface ListResourcesOptions {
   /** Exclusive cursor: a name. */
   after?: string;
   limit?: number;
+}
+
+/**
+ * One page of a query (API.md, "Shared context, M6", Queries), checked by
+ * src/core/resource-query.ts: the store binds every value as a parameter.
+ */
+export interface ResourceListQuery {
+  prefix?: string;
+  createdBy?: string;
+  updatedBy?: string;
+  /** Only resources updated at or after it. */
+  updatedSince?: Date;
+  /** A SQL/JSON path predicate over `data`, evaluated by the database (a bound parameter, never SQL). */
+  filter?: string;
+  sort: { key: ResourceSortKey; descending: boolean };
+  /** Exclusive position: the previous page's last row (its sort key's value, epoch ms for times, and name). */
+  after?: { value: number | string; name: string };
+  limit: number;
 }
 
 /** The versions a conditional write may (`in`) and may not (`notIn`) find; absent: any. */
@@ -96,6 +114,13 @@ export interface ResourceStore {
    * create replacing one), so replicas sweeping at once never take the same row.
    */
   sweepExpired(limit: number, tx: Transaction): Promise<ExpiredResource[]>;
+  /**
+   * One page of a query, ties broken by name (bytewise). A filter that does not
+   * parse or fails when evaluated is an AppError `validation_failed` with the
+   * database's message; one that runs past the store's time limit, `query_too_expensive`.
+   * Expired resources are never returned (nor by `list`).
+   */
+  query(conversationId: string, q: ResourceListQuery, tx?: Transaction): Promise<Resource[]>;
 }
 
 export interface DecisionContext {

@@ -16,6 +16,7 @@ import { Worker } from 'node:worker_threads';
 import {
   ToolError,
   isToolErrorCode,
+  type ResourceQuery,
   type SharedContext,
   type ToolContext,
   type ToolLogger,
@@ -87,6 +88,9 @@ function invoke(shared: SharedContext, method: CtxMethod, args: unknown[]): Prom
       return shared.listResources(name as { prefix?: string } | undefined);
     case 'deleteResource':
       return shared.deleteResource(name as string);
+    case 'queryResources':
+      // Whatever the worker sent: the shared context checks every field of the query.
+      return shared.queryResources(name as ResourceQuery);
     default:
       return Promise.reject(new Error(`No shared-context method ${String(method)}`));
   }

@@ -46,6 +46,7 @@ export const CTX_METHODS = [
   'updateResource',
   'listResources',
   'deleteResource',
+  'queryResources',
 ] as const;
 export type CtxMethod = (typeof CTX_METHODS)[number];
 

@@ -3,6 +3,7 @@ import { conversationNotFound } from '../../../src/core/errors';
 import type {
   ExpiredResource,
   ListResourcesOptions,
+  ResourceListQuery,
   ResourceStore,
   ResourceUpdate,
   ResourceWriteOptions,
@@ -140,6 +141,16 @@ export class MemoryResourceStore implements ResourceStore {
         return due.map(([k, r]) => ({ conversationId: k.split('\u0000')[0]!, name: r.name, version: r.version }));
       }),
     );
+  }
+
+  /** The name sort and the plain filters; SQL/JSON path filters need the database (src/db/resource-query.ts). */
+  query(conversationId: string, q: ResourceListQuery, tx?: Transaction): Promise<Resource[]> {
+    if (q.filter !== undefined || q.sort.key !== 'name' || q.sort.descending || q.updatedBy || q.updatedSince) {
+      return Promise.reject(new Error('MemoryResourceStore.query: only the ascending name sort without a filter'));
+    }
+    const { prefix, createdBy, limit } = q;
+    const after = q.after?.name;
+    return this.list(conversationId, { prefix, createdBy, after, limit }, tx);
   }
 }
 
