@@ -24,6 +24,8 @@ import type { Metrics } from './observability/metrics';
 import type { Participants } from './participants/participants';
 import type { WebhookService } from './core/webhooks';
 import type { WebhookOutbox } from './core/webhook-outbox';
+import type { SubscriptionRunner } from './core/subscriptions';
+import type { SubscriptionFailures } from './core/subscription-failures';
 
 export interface Services {
   config: Config;
@@ -63,4 +65,8 @@ export interface Services {
   webhooks: WebhookService;
   /** The durable outbox's dispatcher: start() once migrated (the entry file), close() at shutdown. */
   webhookOutbox: WebhookOutbox;
+  /** Tools' handlers of resource events: start() once migrated (the entry file), close() at shutdown. */
+  subscriptions: SubscriptionRunner;
+  /** REST: GET /conversations/{id}/subscriptions/failures. */
+  subscriptionFailures: SubscriptionFailures;
 }

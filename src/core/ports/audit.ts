@@ -15,6 +15,8 @@ export type AuditEvent =
   | 'conversation.deleted'
   | 'approval.requested'
   | 'approval.decided'
+  /** A tool's subscription handler ran for a resource event (actor `tool:NAME`, requestId `event:ID`). */
+  | 'subscription.handled'
   /** Participants (remote tools), in the system chain: by an admin, a user (credentials) or a refresh. */
   | 'participant.registered'
   | 'participant.changed'
