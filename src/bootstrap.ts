@@ -60,7 +60,7 @@ export interface Wired {
 
 /** Tests' settings of the two outboxes: the webhooks' (these keys) and the subscriptions'. */
 export type OutboxOptions = Pick<WebhookOutboxOptions, 'retryScheduleMs' | 'disableAfterMs' | 'sweepMs'> & {
-  subscriptions?: Pick<SubscriptionRunnerOptions, 'retryScheduleMs' | 'sweepMs' | 'toolTimeoutMs'>;
+  subscriptions?: Pick<SubscriptionRunnerOptions, 'retryScheduleMs' | 'sweepMs'>;
 };
 
 export function wireServices(

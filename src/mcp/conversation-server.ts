@@ -168,7 +168,8 @@ export function createConversationServer(services: Services, caller: Conversatio
   const server = new Server(
     { name: SERVER_NAME, version: SERVER_VERSION },
     {
-      capabilities: { tools: { listChanged: true }, resources: {} },
+      // subscribe: resource changes reach a subscriptions/listen stream (its resourceSubscriptions) or the GET stream.
+      capabilities: { tools: { listChanged: true }, resources: { subscribe: true } },
       instructions:
         `Tools of the conversation ${conversationId}, named tool_action. A call needing a higher permission ` +
         'level fails with the approval reason and an approval id; once the conversation owner approves it (REST), ' +
@@ -237,6 +238,20 @@ function serveResources(
     ],
     ...CACHE,
   }));
+
+  // 2025-era clients subscribe per URI; stateless serving keeps no subscription: the GET stream carries
+  // every resource of the conversation (legacy-stream.ts). A URI of another conversation is refused.
+  const subscription = (request: { params: { uri: string } }): Record<string, never> => {
+    const parsed = parseResourceUri(request.params.uri);
+    if (parsed?.conversationId !== conversationId) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Not a resource URI of this conversation', {
+        uri: request.params.uri,
+      });
+    }
+    return {};
+  };
+  server.setRequestHandler('resources/subscribe', subscription);
+  server.setRequestHandler('resources/unsubscribe', subscription);
 
   server.setRequestHandler('resources/read', async (request) =>
     readResource(services, conversationId, internal, request.params.uri),
