@@ -239,8 +239,19 @@ function serveResources(
     ...CACHE,
   }));
 
-  // 2025-era clients subscribe per URI; stateless serving keeps no subscription: the GET stream carries
-  // every resource of the conversation (legacy-stream.ts). A URI of another conversation is refused.
+  acceptSubscriptions(server, conversationId);
+
+  server.setRequestHandler('resources/read', async (request) =>
+    readResource(services, conversationId, internal, request.params.uri),
+  );
+}
+
+/**
+ * resources/subscribe and unsubscribe of 2025-era clients: stateless serving keeps no subscription, the
+ * GET stream carries every resource of the conversation (legacy-stream.ts). A URI of another
+ * conversation is refused.
+ */
+function acceptSubscriptions(server: Server, conversationId: string): void {
   const subscription = (request: { params: { uri: string } }): Record<string, never> => {
     const parsed = parseResourceUri(request.params.uri);
     if (parsed?.conversationId !== conversationId) {
@@ -252,10 +263,6 @@ function serveResources(
   };
   server.setRequestHandler('resources/subscribe', subscription);
   server.setRequestHandler('resources/unsubscribe', subscription);
-
-  server.setRequestHandler('resources/read', async (request) =>
-    readResource(services, conversationId, internal, request.params.uri),
-  );
 }
 
 /** resources/read of one `uri` of this conversation's shared context. */
