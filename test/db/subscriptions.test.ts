@@ -60,6 +60,14 @@ const GATED = tool(
   } } }`,
 );
 
+/** blocker: on `block-*`, reads `lock-row` (locked for the handler's transaction: it waits while a test holds it). */
+const BLOCKER = tool(
+  'blocker',
+  `{ 'resource.created': { names: ['block-*'], level: 2, handler: async (e, ctx) => {
+      await ctx.sharedContext.getResource('lock-row');
+  } } }`,
+);
+
 let toolsDir: ScratchDir;
 let a: TestApp;
 let b: TestApp;
@@ -73,6 +81,7 @@ beforeAll(async () => {
     'flaky.js': FLAKY,
     'chain.js': CHAIN,
     'gated.js': GATED,
+    'blocker.js': BLOCKER,
   });
   const env = { TOOLS_DIR: toolsDir.path };
   const options = { registry: { isolateToolsDir: false }, subscriptions: { retryScheduleMs: RETRIES, sweepMs: 20 } };
@@ -182,6 +191,45 @@ describe('a handler', () => {
     const saw = (await resource(a, c.token, c.id, 'gated-saw-gate-high'))!;
     expect(saw.data).toEqual(expect.objectContaining({ name: 'gate-high', version: 1, createdBy: 'client' }));
     expect(saw.data).not.toHaveProperty('data');
+  });
+
+  it('is skipped when its level was lowered after the event, before it ran', async () => {
+    const c = await conversationWith({ gated: 3, blocker: 2 });
+    await request(a.app, c.token).put(`/conversations/${c.id}/resources/lock-row`).send({ data: 1 }).expect(201);
+    const locker = await a.db.pool.connect();
+    try {
+      await locker.query('BEGIN');
+      await locker.query(`SELECT 1 FROM resources WHERE conversation_id = $1 AND name = 'lock-row' FOR UPDATE`, [c.id]);
+      // blocker's handler waits on the lock: the conversation's next event waits behind it.
+      await request(a.app, c.token).put(`/conversations/${c.id}/resources/block-1`).send({ data: 1 }).expect(201);
+      await request(a.app, c.token).put(`/conversations/${c.id}/resources/gate-later`).send({ data: 1 }).expect(201);
+      await waitFor('the gated delivery queued at level 3', async () => {
+        const { rows } = await a.db.pool.query(
+          `SELECT 1 FROM subscription_deliveries WHERE conversation_id = $1 AND tool = 'gated' AND status = 'pending'`,
+          [c.id],
+        );
+        return rows.length === 1;
+      });
+      await request(a.app, c.token).put(`/conversations/${c.id}/permissions/gated`).send({ level: 2 }).expect(200);
+    } finally {
+      await locker.query('ROLLBACK');
+      locker.release();
+    }
+    await waitFor('the gated delivery settled', async () => {
+      const { rows } = await a.db.pool.query<{ status: string }>(
+        `SELECT status FROM subscription_deliveries WHERE conversation_id = $1 AND tool = 'gated'`,
+        [c.id],
+      );
+      return rows[0]?.status !== 'pending';
+    });
+    const { rows } = await a.db.pool.query<{ status: string }>(
+      `SELECT status FROM subscription_deliveries WHERE conversation_id = $1 AND tool = 'gated'`,
+      [c.id],
+    );
+    expect(rows).toEqual([{ status: 'skipped' }]);
+    expect(await resource(a, c.token, c.id, 'gated-saw-gate-later')).toBeUndefined();
+    // Skipped is not failed.
+    await request(a.app, c.token).get(`/conversations/${c.id}/subscriptions/failures`).expect(200, { failures: [] });
   });
 
   it('is retried 5 times, then listed as failed; the conversation moves on', async () => {
