@@ -239,7 +239,7 @@ function serveResources(
     ...CACHE,
   }));
 
-  acceptSubscriptions(server, conversationId);
+  acceptSubscriptions(server);
 
   server.setRequestHandler('resources/read', async (request) =>
     readResource(services, conversationId, internal, request.params.uri),
@@ -247,22 +247,13 @@ function serveResources(
 }
 
 /**
- * resources/subscribe and unsubscribe of 2025-era clients: stateless serving keeps no subscription, the
- * GET stream carries every resource of the conversation (legacy-stream.ts). A URI of another
- * conversation is refused.
+ * resources/subscribe and unsubscribe of 2025-era clients, acknowledged: stateless serving keeps no
+ * subscription, and the GET stream carries every resource of this conversation, and only those
+ * (legacy-stream.ts), whatever URI was named.
  */
-function acceptSubscriptions(server: Server, conversationId: string): void {
-  const subscription = (request: { params: { uri: string } }): Record<string, never> => {
-    const parsed = parseResourceUri(request.params.uri);
-    if (parsed?.conversationId !== conversationId) {
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, 'Not a resource URI of this conversation', {
-        uri: request.params.uri,
-      });
-    }
-    return {};
-  };
-  server.setRequestHandler('resources/subscribe', subscription);
-  server.setRequestHandler('resources/unsubscribe', subscription);
+function acceptSubscriptions(server: Server): void {
+  server.setRequestHandler('resources/subscribe', () => ({}));
+  server.setRequestHandler('resources/unsubscribe', () => ({}));
 }
 
 /** resources/read of one `uri` of this conversation's shared context. */
