@@ -18,6 +18,7 @@
  * not handled: its deliveries are recorded as cut.
  */
 import { toolContextOf } from './action-execution';
+import { isUnavailable } from './errors';
 import type { AuditService } from './audit';
 import type { EventFeed } from './events';
 import type { LoggedEvent, UnitsOfWork } from './ports';
@@ -210,6 +211,8 @@ export class SubscriptionRunner {
     } catch (err) {
       await unit.rollback();
       if (err instanceof ToolError) return { code: err.code, error: `${err.code}: ${err.message}` };
+      // The database's trouble is not the handler's: no verdict, the lease lapses and another attempt follows.
+      if (isUnavailable(err)) throw err;
       this.opts.logger.error({ err, tool: d.tool, event: d.eventId }, 'subscription handler threw');
       return { code: 'tool_error', error: `tool_error: Tool ${d.tool} failed while handling ${d.type}` };
     }
