@@ -48,6 +48,8 @@ export const APPLICABLE = [
   'tools-list',
   'server-sse-multiple-streams',
   'resources-list',
+  'resources-subscribe',
+  'resources-unsubscribe',
   'sep-2164-resource-not-found',
   'dns-rebinding-protection',
   'caching',

@@ -38,6 +38,9 @@ import { webhookSender } from './http/webhook-sender';
 import { WebhookService } from './core/webhooks';
 import { WebhookOutbox, type WebhookOutboxOptions } from './core/webhook-outbox';
 import type { SecretSealer } from './core/ports';
+import { SubscriptionRunner, type SubscriptionRunnerOptions } from './core/subscriptions';
+import { SubscriptionFailures } from './core/subscription-failures';
+import { SqlSubscriptionStore } from './db/subscription-store';
 import type { Logger } from './logger';
 import type { Services } from './services';
 import { Metrics } from './observability/metrics';
@@ -56,6 +59,11 @@ export interface Wired {
   registry: ToolRegistry;
 }
 
+/** Tests' settings of the two outboxes: the webhooks' (these keys) and the subscriptions'. */
+export type OutboxOptions = Pick<WebhookOutboxOptions, 'retryScheduleMs' | 'disableAfterMs' | 'sweepMs'> & {
+  subscriptions?: Pick<SubscriptionRunnerOptions, 'retryScheduleMs' | 'sweepMs'>;
+};
+
 export function wireServices(
   config: Config,
   logger: Logger,
@@ -63,8 +71,9 @@ export function wireServices(
   registryOverrides: Pick<ToolRegistryOptions, 'debounceMs' | 'loadTimeoutMs' | 'isolateToolsDir'> = {},
   authOptions: AuthenticatorOptions = {},
   auditOptions: AuditStoreOptions = AUDIT_DEFAULTS,
-  webhookOptions: Pick<WebhookOutboxOptions, 'retryScheduleMs' | 'disableAfterMs' | 'sweepMs'> = {},
+  outboxOptions: OutboxOptions = {},
 ): Wired {
+  const { subscriptions: subscriptionOptions, ...webhookOptions } = outboxOptions;
   const registry = new ToolRegistry({
     extraDir: config.toolsDir,
     hotReload: config.toolsHotReload,
@@ -154,6 +163,20 @@ export function wireServices(
     config,
   });
   const webhooks = wireWebhooks(config, logger, db, { access, audit, events, ...webhookOptions });
+  // Tools' handlers of resource events (API.md, "Shared context, M6", Subscriptions).
+  const subscriptionStore = new SqlSubscriptionStore(db.pool);
+  const subscriptions = new SubscriptionRunner({
+    store: subscriptionStore,
+    feed: events,
+    tools: () => (registry.ready ? registry.current().tools : undefined),
+    units: stores.units,
+    resources,
+    audit,
+    logger: logger.child({ component: 'subscriptions' }),
+    exportDir: config.exportDir,
+    toolTimeoutMs: config.toolTimeoutMs,
+    ...subscriptionOptions,
+  });
   const authenticator = new Authenticator(
     stores.keys,
     logger.child({ component: 'auth' }),
@@ -191,6 +214,8 @@ export function wireServices(
         logger: logger.child({ component: 'resources' }),
         intervalMs: config.resourceSweepIntervalMs,
       }),
+      subscriptions,
+      subscriptionFailures: new SubscriptionFailures(subscriptionStore, access),
     },
     registry,
   };

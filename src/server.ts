@@ -71,6 +71,8 @@ async function main(): Promise<void> {
     await services.participants.close();
     // Sends in flight are cut short: their leases lapse and another replica (or the next start) sends them.
     await services.webhookOutbox.close();
+    // Handlers running are awaited (at most the tool timeout): their deliveries commit or fail now.
+    await services.subscriptions.close();
     await services.events.close();
     await registry.close();
     // Queued audit entries are written (and sealed) before the pool closes.
@@ -138,6 +140,8 @@ async function main(): Promise<void> {
   services.events.hold();
   // The webhooks' outbox: what was waiting (a restart after a crash too) is sent, then each new event within 1 s.
   services.webhookOutbox.start().catch((err: unknown) => logger.error({ err }, 'The webhook outbox could not start'));
+  // Tools' handlers of resource events: what was waiting runs (a restart after a crash too), then each new one.
+  services.subscriptions.start().catch((err: unknown) => logger.error({ err }, 'The subscriptions could not start'));
   // Another replica's tool-set change reaches this one (which reloads) even while no client listens.
   followToolSetChanges(services);
   started = true;

@@ -25,6 +25,8 @@ import type { Metrics } from './observability/metrics';
 import type { Participants } from './participants/participants';
 import type { WebhookService } from './core/webhooks';
 import type { WebhookOutbox } from './core/webhook-outbox';
+import type { SubscriptionRunner } from './core/subscriptions';
+import type { SubscriptionFailures } from './core/subscription-failures';
 
 export interface Services {
   config: Config;
@@ -66,4 +68,8 @@ export interface Services {
   webhookOutbox: WebhookOutbox;
   /** Deletes expired resources (API.md TTL): start() once migrated (the entry file), stop() at shutdown. */
   expiry: ResourceExpiry;
+  /** Tools' handlers of resource events: start() once migrated (the entry file), close() at shutdown. */
+  subscriptions: SubscriptionRunner;
+  /** REST: GET /conversations/{id}/subscriptions/failures. */
+  subscriptionFailures: SubscriptionFailures;
 }

@@ -14,7 +14,9 @@ import {
   defineTool,
   requireResource,
   type Resource,
+  type ResourceEvent,
   type SharedContext,
+  type ToolContext,
 } from '../src/core/tool-interface';
 
 export const TRANSFORM_OPERATIONS = [
@@ -170,6 +172,43 @@ async function writeTarget(shared: SharedContext, target: string, data: unknown)
   return existing ? shared.updateResource(target, data) : shared.createResource(target, data);
 }
 
+/** Every string in a JSON value uppercased, at any depth (the pipeline step the subscription runs). */
+export function uppercaseDeep(data: unknown): unknown {
+  if (typeof data === 'string') return data.toUpperCase();
+  if (Array.isArray(data)) return data.map(uppercaseDeep);
+  if (isObject(data)) return Object.fromEntries(Object.entries(data).map(([k, v]) => [k, uppercaseDeep(v)]));
+  return data;
+}
+
+/** `raw-NAME` is transformed into `transformed-NAME` (a glob of the subscription, API.md Subscriptions). */
+export const RAW_PREFIX = 'raw-';
+export const TRANSFORMED_PREFIX = 'transformed-';
+
+/**
+ * The pipeline step without an agent in the loop (seed 002, pattern 2): when
+ * `raw-NAME` is created or updated (by data-tool or anyone), `transformed-NAME`
+ * gets `{ source, sourceVersion, data }` with every string of its data
+ * uppercased. Runs again after a retry or a restart (at least once): a target
+ * that already reflects this version of the source is left alone. The
+ * source's current data is read (locked), so an older event never overwrites a
+ * newer result.
+ */
+async function transformRaw(event: ResourceEvent, ctx: ToolContext): Promise<void> {
+  const name = event.subject.name;
+  const target = TRANSFORMED_PREFIX + name.slice(RAW_PREFIX.length);
+  const source = await ctx.sharedContext.getResource(name);
+  if (!source) return; // deleted since: its resource.deleted event removes the target
+  const existing = await ctx.sharedContext.getResource(target);
+  const result = { source: name, sourceVersion: source.version, data: uppercaseDeep(source.data) };
+  if (!existing) {
+    await ctx.sharedContext.createResource(target, result);
+    return;
+  }
+  const done = (existing.data as { sourceVersion?: unknown } | null)?.sourceVersion;
+  if (typeof done === 'number' && done >= source.version) return;
+  await ctx.sharedContext.updateResource(target, result);
+}
+
 const ZTransformArgs = z.object({
   name: ZResourceName.describe('The resource to read'),
   operation: z.enum(TRANSFORM_OPERATIONS).describe('The transformation to apply'),
@@ -218,5 +257,17 @@ export default defineTool({
         return { source: name, target: name, operation, resource };
       },
     }),
+  },
+  // Needs write level (2) in the conversation, like transform-resource: below it the handlers are skipped.
+  on: {
+    'resource.created': { names: [`${RAW_PREFIX}*`], level: 2, handler: transformRaw },
+    'resource.updated': { names: [`${RAW_PREFIX}*`], level: 2, handler: transformRaw },
+    'resource.deleted': {
+      names: [`${RAW_PREFIX}*`],
+      level: 2,
+      handler: async (event, ctx) => {
+        await ctx.sharedContext.deleteResource(TRANSFORMED_PREFIX + event.subject.name.slice(RAW_PREFIX.length));
+      },
+    },
   },
 });

@@ -19,7 +19,7 @@ import { ToolError, type Alignment, type Resource, type ToolContext, type ToolLo
 /** The context an action runs with: its conversation, its name, its args and the shared context given. */
 export function toolContextOf(
   deps: Pick<ExecutionDeps, 'logger' | 'exportDir'>,
-  call: Pick<ActionCall, 'conversationId' | 'action' | 'args'>,
+  call: { conversationId: string; action: Pick<LoadedAction, 'tool' | 'name'>; args: Record<string, unknown> },
   sharedContext: ConversationSharedContext,
 ): ToolContext {
   const { conversationId, action, args } = call;

@@ -19,6 +19,7 @@ import {
 } from './tool-interface';
 import type { RemoteActionInfo, RunCall } from './remote-action';
 import { loadContracts, type LoadedProduct, type LoadedRequirement } from './tool-dependencies';
+import { type LoadedSubscription, ZToolSubscriptions, loadSubscriptions } from './tool-subscriptions';
 
 // Their home is remote-action.ts; re-exported for the modules that still import them from here.
 export {
@@ -76,6 +77,8 @@ export interface LoadedTool {
   actions: readonly LoadedAction[];
   /** The file the tool was loaded from. */
   source: string;
+  /** Its handlers for resource events (ToolDefinition.on); in-process tools only. */
+  subscriptions?: readonly LoadedSubscription[];
 }
 
 // ---- Small helpers -------------------------------------------------------------
@@ -165,6 +168,7 @@ const ZToolDefinition = z.object({
   version: z.string(),
   description: z.string(),
   actions: z.record(z.string(), ZActionDefinition),
+  on: ZToolSubscriptions,
 });
 
 const ZToolIdentity = z.object({
@@ -303,7 +307,12 @@ function fromDefinition(value: unknown, source: string): LoadedTool {
       contracts: { requires: action.requires, produces: action.produces },
     }),
   );
-  return freezeTool({ name: def.name, version: def.version, description: def.description, source }, actions);
+  const subscriptions = loadSubscriptions(def.on);
+  const tool = { name: def.name, version: def.version, description: def.description, source };
+  return freezeTool(
+    subscriptions.length > 0 ? { ...tool, subscriptions: Object.freeze(subscriptions) } : tool,
+    actions,
+  );
 }
 
 /** Class-form capabilities take any JSON object: the class validates its own args (seed 002). */

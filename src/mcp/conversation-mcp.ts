@@ -50,6 +50,7 @@ import type { Logger } from '../logger';
 import type { Services } from '../services';
 import { createConversationServer } from './conversation-server';
 import { createMcpEventBus, type McpEventBus } from './event-bus';
+import { withResourceUpdates } from './resource-updates';
 import { METADATA_PATH, protectedResourceMetadata } from './protected-resource-metadata';
 import { type McpCaller, serveFast } from './fast-path-serving';
 import { invalidParams, messageId, rpcError } from './json-rpc-errors';
@@ -273,7 +274,8 @@ export function mcpRouter(services: Services, options: McpRouterOptions = {}): M
     services.config.mcpMaxStreamsPerOwner,
   );
   const toolChanges = followToolChanges(services, log);
-  const bus = toolChanges.bus;
+  // The streams' bus also carries this replica's resource changes (notifications/resources/updated).
+  const bus = withResourceUpdates(toolChanges.bus, services.events, log);
   const { handler, node } = sdkServing(services, bus, { maxStreams, keepAliveMs }, log);
   const streams: StreamServing = { services, limits, bus, keepAliveMs, log, node };
   let closed = false;

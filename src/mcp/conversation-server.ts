@@ -169,7 +169,8 @@ export function createConversationServer(services: Services, caller: Conversatio
   const server = new Server(
     { name: SERVER_NAME, version: SERVER_VERSION },
     {
-      capabilities: { tools: { listChanged: true }, resources: {} },
+      // subscribe: resource changes reach a subscriptions/listen stream (its resourceSubscriptions) or the GET stream.
+      capabilities: { tools: { listChanged: true }, resources: { subscribe: true } },
       instructions:
         `Tools of the conversation ${conversationId}, named tool_action. A call needing a higher permission ` +
         'level fails with the approval reason and an approval id; once the conversation owner approves it (REST), ' +
@@ -239,9 +240,21 @@ function serveResources(
     ...CACHE,
   }));
 
+  acceptSubscriptions(server);
+
   server.setRequestHandler('resources/read', async (request) =>
     readResource(services, conversationId, internal, request.params.uri),
   );
+}
+
+/**
+ * resources/subscribe and unsubscribe of 2025-era clients, acknowledged: stateless serving keeps no
+ * subscription, and the GET stream carries every resource of this conversation, and only those
+ * (legacy-stream.ts), whatever URI was named.
+ */
+function acceptSubscriptions(server: Server): void {
+  server.setRequestHandler('resources/subscribe', () => ({}));
+  server.setRequestHandler('resources/unsubscribe', () => ({}));
 }
 
 /** resources/read of one `uri` of this conversation's shared context. */

@@ -51,6 +51,11 @@ export interface McpEventBus extends ServerEventBus {
    * hear of another's tool-set change even while none of its clients listens. The entry file calls it.
    */
   hold(): void;
+  /**
+   * Hands an event to this replica's listeners only: one every replica learns
+   * by itself (a resource change, from the event log: resource-updates.ts).
+   */
+  publishLocally(event: ServerEvent): void;
   close(): Promise<void>;
 }
 
@@ -124,6 +129,10 @@ abstract class ReplicaBus implements McpEventBus {
 
   subscribe(listener: (event: ServerEvent) => void): () => void {
     return this.local.subscribe(listener);
+  }
+
+  publishLocally(event: ServerEvent): void {
+    this.deliver({ event, origin: this.origin });
   }
 
   /** Hands an event that reached this replica to its listeners (see the class comment for the order). */

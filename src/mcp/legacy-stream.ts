@@ -1,6 +1,7 @@
 /**
  * The GET stream of 2025-era clients (protocol 2025-03-26 to 2025-11-25): an
- * SSE stream on which the server sends `notifications/tools/list_changed`.
+ * SSE stream on which the server sends `notifications/tools/list_changed`
+ * and `notifications/resources/updated` (of the conversation's resources).
  * The 2026-07-28 revision replaced it with `subscriptions/listen`, and the
  * SDK v2's stateless legacy serving answers GET with 405; 2025 clients that
  * open it (the v1 SDK client does, right after initialize) would then never
@@ -12,6 +13,7 @@ import type { Request, Response } from 'express';
 import { SUPPORTED_PROTOCOL_VERSIONS, type ServerEvent } from '@modelcontextprotocol/server';
 import type { Logger } from '../logger';
 import type { McpEventBus } from './event-bus';
+import { resourceUri } from './conversation-server';
 
 const TOOLS_CHANGED = `event: message\ndata: ${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/tools/list_changed' })}\n\n`;
 
@@ -53,8 +55,14 @@ export function serveLegacyStream(
     'x-accel-buffering': 'no',
   });
   res.flushHeaders();
+  // Stateless: no resources/subscribe is remembered, so the stream carries every resource of its conversation.
+  const resources = resourceUri(req.params.conversationId as string, '');
   const unsubscribe = bus.subscribe((event: ServerEvent) => {
     if (event.kind === 'tools_list_changed') res.write(TOOLS_CHANGED);
+    else if (event.kind === 'resource_updated' && event.uri.startsWith(resources)) {
+      const updated = { jsonrpc: '2.0', method: 'notifications/resources/updated', params: { uri: event.uri } };
+      res.write(`event: message\ndata: ${JSON.stringify(updated)}\n\n`);
+    }
   });
   const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), keepAliveMs);
   keepAlive.unref();

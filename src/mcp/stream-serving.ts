@@ -13,6 +13,7 @@ import type { Logger } from '../logger';
 import type { Services } from '../services';
 import type { McpEventBus } from './event-bus';
 import { serveLegacyStream } from './legacy-stream';
+import { narrowListenFilter } from './resource-updates';
 import type { StreamLimits } from './stream-limits';
 
 /** How often an open stream's credentials are checked again (revocation is refused within 5 s). */
@@ -78,6 +79,8 @@ export function serveStream(
     );
     return serveLegacyStream(req, res, bus, keepAliveMs, log);
   }
+  // Resource URIs of this conversation only (the bus is every conversation's).
+  narrowListenFilter(req.body, req.params.conversationId as string);
   // A listen stream is the SDK's to end (handler.close() answers it with its graceful completion first).
   res.once(
     'close',

@@ -24,6 +24,7 @@ const ALL = [
   '20260601000000_webhooks',
   '20260701000000_resource_ttl',
   '20260701000100_resource_query',
+  '20260702000000_subscriptions',
 ];
 
 async function query<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {

@@ -103,7 +103,7 @@ describe('discover and tools/list', () => {
     expect(client.getProtocolEra()).toBe('modern');
     expect(client.getServerVersion()).toEqual(expect.objectContaining({ name: 'tool-orchestrator' }));
     expect(client.getServerCapabilities()).toEqual(
-      expect.objectContaining({ tools: { listChanged: true }, resources: {} }),
+      expect.objectContaining({ tools: { listChanged: true }, resources: { subscribe: true } }),
     );
     const res = await post(uniqueId('mcp26-raw'), {
       jsonrpc: '2.0',

@@ -141,7 +141,7 @@ describe('initialize and tools/list', () => {
     expect(transport.protocolVersion).toBe('2025-11-25');
     expect(client.getServerVersion()).toEqual(expect.objectContaining({ name: 'tool-orchestrator' }));
     expect(client.getServerCapabilities()).toEqual(
-      expect.objectContaining({ tools: { listChanged: true }, resources: {} }),
+      expect.objectContaining({ tools: { listChanged: true }, resources: { subscribe: true } }),
     );
   });
 

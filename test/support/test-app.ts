@@ -9,7 +9,7 @@ import { type Config, loadConfig } from '../../src/config';
 import { type Database, openDatabase } from '../../src/db/database';
 import { createLogger } from '../../src/logger';
 import type { Services } from '../../src/services';
-import { wireServices } from '../../src/bootstrap';
+import { type OutboxOptions, wireServices } from '../../src/bootstrap';
 import { AUDIT_DEFAULTS, type AuditStoreOptions } from '../../src/db/audit-store';
 import type { AuthenticatorOptions } from '../../src/auth/authenticator';
 import { TEST_AUTH_ENV } from './auth';
@@ -52,7 +52,14 @@ export interface TestAppOptions {
    * settings; off by default, so the other suites' query counts see none of it.
    */
   webhooks?: WebhookOutboxTestOptions;
+  /**
+   * Start the subscriptions' runner (as the entry file does), with these
+   * settings; off by default, so the other suites' query counts see none of it.
+   */
+  subscriptions?: SubscriptionTestOptions;
 }
+
+export type SubscriptionTestOptions = NonNullable<OutboxOptions['subscriptions']>;
 
 export type WebhookOutboxTestOptions = Pick<WebhookOutboxOptions, 'retryScheduleMs' | 'disableAfterMs' | 'sweepMs'>;
 
@@ -76,13 +83,14 @@ export async function createTestApp(env: Record<string, string> = {}, options: T
     { debounceMs: 50, ...options.registry },
     options.auth ?? {},
     { ...AUDIT_DEFAULTS, ...options.audit },
-    options.webhooks ?? {},
+    { ...options.webhooks, ...(options.subscriptions ? { subscriptions: options.subscriptions } : {}) },
   );
   await registry.load();
   await services.participants.start();
   services.authenticator.start();
   if (options.sweepApprovals) services.approvals.startSweeper();
   if (options.webhooks) await services.webhookOutbox.start();
+  if (options.subscriptions) await services.subscriptions.start();
   const app = buildApp(services);
   return {
     app,
@@ -97,6 +105,7 @@ export async function createTestApp(env: Record<string, string> = {}, options: T
       await services.expiry.stop();
       await services.participants.close();
       await services.webhookOutbox.close();
+      await services.subscriptions.close();
       await services.events.close();
       await registry.close();
       await services.audit.close();

@@ -17,6 +17,8 @@ export type AuditEvent =
   | 'approval.decided'
   /** A resource removed at its expiry, by `expiry`: its name in `action` (written by a trigger: migration 20260701000000). */
   | 'resource.expired'
+  /** A tool's subscription handler ran for a resource event (actor `tool:NAME`, requestId `event:ID`). */
+  | 'subscription.handled'
   /** Participants (remote tools), in the system chain: by an admin, a user (credentials) or a refresh. */
   | 'participant.registered'
   | 'participant.changed'

@@ -16,6 +16,7 @@ export type * from './events';
 export type * from './idempotency';
 export type * from './stores';
 export type * from './units';
+export type * from './subscriptions';
 export type * from './webhooks';
 
 /** Every port, as src/db implements them for one database. */
