@@ -37,6 +37,7 @@ import { webhookSender } from './http/webhook-sender';
 import { WebhookService } from './core/webhooks';
 import { WebhookOutbox, type WebhookOutboxOptions } from './core/webhook-outbox';
 import type { SecretSealer } from './core/ports';
+import { TransactionService } from './core/transactions';
 import type { Logger } from './logger';
 import type { Services } from './services';
 import { Metrics } from './observability/metrics';
@@ -169,6 +170,13 @@ export function wireServices(
       manager,
       idempotency,
       resources,
+      transactions: new TransactionService({
+        resources,
+        conversations: stores.conversations,
+        units: stores.units,
+        access,
+        audit,
+      }),
       access,
       keys,
       authenticator,

@@ -14,6 +14,7 @@
  */
 import { TransactionAbortedError } from './errors';
 import type { Transaction, UnitOfWork } from './ports';
+import { applyOperations, checkOperations, wroteBefore } from './resource-batch';
 import { assertResourceName, type ResourceService } from './resource-service';
 import type { Resource, ResourcePage, ResourceQuery, SharedContext, TransactionOperation } from './tool-interface';
 import { ToolError, resourceNotFound } from './tool-interface';
@@ -41,6 +42,7 @@ export interface SharedContextOptions {
 /** The SharedContext a tool is given. */
 export class ConversationSharedContext implements SharedContext {
   private conflict = false;
+  private failedBatch: ToolError | undefined;
 
   constructor(private readonly o: SharedContextOptions) {}
 
@@ -119,11 +121,35 @@ export class ConversationSharedContext implements SharedContext {
     return this.track(this.o.resources.store.delete(this.o.conversationId, name, undefined, await this.writer()));
   }
 
-  // M6 (issue 23): placeholders until the transaction and query work lands.
-  transaction(_operations: TransactionOperation[]): Promise<(Resource | null)[]> {
-    return Promise.reject(new Error('transaction: not built yet'));
+  /**
+   * A transaction's operations in the action's unit of work (resource-batch.ts).
+   * A failure after some operations wrote is kept (batchFailure): the action
+   * then fails with it, so a tool that catches it cannot commit half a batch.
+   */
+  async transaction(operations: TransactionOperation[]): Promise<(Resource | null)[]> {
+    const checked = checkOperations(operations);
+    const { resources } = this.o;
+    const batch = { conversationId: this.o.conversationId, by: this.o.toolName, operations: checked };
+    try {
+      const tx = await this.writer();
+      const applied = await this.track(
+        applyOperations({ store: resources.store, encode: (d) => resources.encode(d) }, batch, tx),
+      );
+      return applied.results;
+    } catch (err) {
+      if (err instanceof ToolError && err.index !== undefined && wroteBefore(checked, err.index)) {
+        this.failedBatch ??= err;
+      }
+      throw err;
+    }
   }
 
+  /** A transaction that failed after writing part of itself: the action must not commit. */
+  get batchFailure(): ToolError | undefined {
+    return this.failedBatch;
+  }
+
+  // M6 (issue 23): a placeholder until the query work lands.
   queryResources(_query: ResourceQuery): Promise<ResourcePage> {
     return Promise.reject(new Error('queryResources: not built yet'));
   }

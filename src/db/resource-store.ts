@@ -65,6 +65,21 @@ export class SqlResourceStore implements ResourceStore {
     return rows[0] ? toResource(rows[0]) : undefined;
   }
 
+  /**
+   * LockRows sits above the sort in this plan: rows are locked in the order
+   * returned, bytewise by name, the same for every caller.
+   */
+  async lockAll(conversationId: string, names: string[], tx: Transaction): Promise<Resource[]> {
+    const { rows } = await prepared<ResourceRow>(
+      clientOf(tx),
+      'resource_lock_all',
+      `SELECT ${COLUMNS} FROM resources WHERE conversation_id = $1 AND name = ANY($2::text[])
+       ORDER BY name COLLATE "C" FOR UPDATE`,
+      [conversationId, names],
+    );
+    return rows.map(toResource);
+  }
+
   async create(
     conversationId: string,
     name: string,

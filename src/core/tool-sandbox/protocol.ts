@@ -29,6 +29,8 @@ export interface ToolMeta {
 export interface WireError {
   code?: ToolErrorCode;
   message: string;
+  /** A transaction's failing operation (ToolError.index). */
+  index?: number;
   /** The worker-side stack of an unexpected error: for the service's log only, never for a response. */
   stack?: string;
   /** The tool passed on (or wrapped) an error a shared-context call failed with: the service's trouble. */
@@ -42,6 +44,7 @@ export const CTX_METHODS = [
   'updateResource',
   'listResources',
   'deleteResource',
+  'transaction',
 ] as const;
 export type CtxMethod = (typeof CTX_METHODS)[number];
 

@@ -21,6 +21,14 @@ export class MemoryResourceStore implements ResourceStore {
     return this.get(conversationId, name, tx);
   }
 
+  lockAll(conversationId: string, names: string[], tx: Transaction): Promise<Resource[]> {
+    return Promise.resolve(
+      this.db.statement(tx, () =>
+        [...names].sort().flatMap((name) => this.db.resources.get(key(conversationId, name)) ?? []),
+      ),
+    );
+  }
+
   create(
     conversationId: string,
     name: string,
