@@ -17,6 +17,7 @@ import { HeldCalls } from './core/held-calls';
 import { IdempotentNegotiation } from './core/idempotency';
 import { KeyService } from './core/keys';
 import { PermissionService } from './core/permissions';
+import { ResourceExpiry } from './core/resource-expiry';
 import { ResourceService } from './core/resource-service';
 import { ToolCatalog } from './core/tool-catalog';
 import { ToolRegistry, type ToolRegistryOptions } from './core/tool-registry';
@@ -191,6 +192,13 @@ export function wireServices(
       participants,
       webhooks: webhooks.service,
       webhookOutbox: webhooks.outbox,
+      expiry: new ResourceExpiry({
+        store: stores.resources,
+        units: stores.units,
+        audit,
+        logger: logger.child({ component: 'resources' }),
+        intervalMs: config.resourceSweepIntervalMs,
+      }),
     },
     registry,
   };

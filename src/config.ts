@@ -108,6 +108,8 @@ export const ZConfig = z.object({
   PARTICIPANT_ALLOWED_HOSTS: z.string().optional(),
   /** A webhook delivery is a success when the receiver answers 2xx within this (Standard Webhooks: 15 s). */
   WEBHOOK_TIMEOUT_MS: z.coerce.number().int().min(100).max(120_000).default(15_000),
+  /** How often expired resources are deleted (API.md: within 60 s of expiresAt; at most 30 s keeps that with a slow sweep). */
+  RESOURCE_SWEEP_INTERVAL_MS: z.coerce.number().int().min(100).max(30_000).default(10_000),
 });
 
 /** Settings whose values never appear in a message. */
@@ -159,6 +161,7 @@ export interface Config {
   /** PARTICIPANT_ALLOWED_HOSTS, as listed. */
   participantAllowedHosts: string[];
   webhookTimeoutMs: number;
+  resourceSweepIntervalMs: number;
 }
 
 const list = (v: string | undefined): string[] | undefined =>
@@ -280,5 +283,6 @@ function toConfig(c: TEnv): Config {
     participantRefreshSeconds: c.PARTICIPANT_REFRESH_SECONDS,
     participantAllowedHosts: allowedParticipantHosts(c.PARTICIPANT_ALLOWED_HOSTS),
     webhookTimeoutMs: c.WEBHOOK_TIMEOUT_MS,
+    resourceSweepIntervalMs: c.RESOURCE_SWEEP_INTERVAL_MS,
   };
 }

@@ -66,6 +66,7 @@ async function main(): Promise<void> {
     services.authenticator.stop();
     services.idempotency.stopPurge();
     services.approvals.stopSweeper();
+    await services.expiry.stop();
     // Participants' connections (stdio children too) end before the tools they serve.
     await services.participants.close();
     // Sends in flight are cut short: their leases lapse and another replica (or the next start) sends them.
@@ -131,6 +132,8 @@ async function main(): Promise<void> {
   services.authenticator.start();
   services.idempotency.startPurge((err) => logger.warn({ err }, 'Purging expired idempotency keys failed'));
   services.approvals.startSweeper();
+  // Expired resources already read as missing; this deletes them (and records resource.expired) within 60 s.
+  services.expiry.start();
   // Events are numbered and purged while nobody listens too (and resumed streams find them).
   services.events.hold();
   // The webhooks' outbox: what was waiting (a restart after a crash too) is sent, then each new event within 1 s.

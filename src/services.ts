@@ -16,6 +16,7 @@ import type { IdempotentNegotiation } from './core/idempotency';
 import type { KeyService } from './core/keys';
 import type { PermissionService } from './core/permissions';
 import type { Stores } from './core/ports';
+import type { ResourceExpiry } from './core/resource-expiry';
 import type { ResourceService } from './core/resource-service';
 import type { ToolCatalog } from './core/tool-catalog';
 import type { TransactionService } from './core/transactions';
@@ -66,4 +67,6 @@ export interface Services {
   webhooks: WebhookService;
   /** The durable outbox's dispatcher: start() once migrated (the entry file), close() at shutdown. */
   webhookOutbox: WebhookOutbox;
+  /** Deletes expired resources (API.md TTL): start() once migrated (the entry file), stop() at shutdown. */
+  expiry: ResourceExpiry;
 }

@@ -8,6 +8,7 @@ import {
   ZResourceOutput,
   ZResourcePrefix,
   ZTransactionOperations,
+  ZTtlSeconds,
   defineAction,
   defineTool,
   requireResource,
@@ -30,13 +31,14 @@ export default defineTool({
     'Creates, reads, updates, lists and deletes resources in the conversation shared context, one at a time or as an all-or-nothing batch.',
   actions: {
     'create-resource': defineAction({
-      description: 'Create a new resource `name` holding `data`; fails if it already exists.',
+      description:
+        'Create a new resource `name` holding `data`; fails if it already exists. With `ttlSeconds` it expires then.',
       level: 2,
-      input: z.object({ name: ZResourceName, data: ZData }),
+      input: z.object({ name: ZResourceName, data: ZData, ttlSeconds: ZTtlSeconds.optional() }),
       output: z.object({ message: z.string(), resource: ZResourceOutput }),
-      handler: async ({ name, data }, ctx) => ({
+      handler: async ({ name, data, ttlSeconds }, ctx) => ({
         message: 'Resource created by data-tool',
-        resource: await ctx.sharedContext.createResource(name, data),
+        resource: await ctx.sharedContext.createResource(name, data, { ttlSeconds }),
       }),
       // One write, its last step: it commits on its own, with the call's audit entry.
       singleWrite: true,
@@ -50,11 +52,13 @@ export default defineTool({
       prefetch: ({ name }) => name,
     }),
     'update-resource': defineAction({
-      description: 'Replace the data of the existing resource `name` with `data` (the whole value).',
+      description:
+        'Replace the data of the existing resource `name` with `data` (the whole value). ' +
+        'With `ttlSeconds` it expires then; without, it no longer expires.',
       level: 2,
-      input: z.object({ name: ZResourceName, data: ZData }),
+      input: z.object({ name: ZResourceName, data: ZData, ttlSeconds: ZTtlSeconds.optional() }),
       output: ZResourceOutput,
-      handler: ({ name, data }, ctx) => ctx.sharedContext.updateResource(name, data),
+      handler: ({ name, data, ttlSeconds }, ctx) => ctx.sharedContext.updateResource(name, data, { ttlSeconds }),
       singleWrite: true,
     }),
     'list-resources': defineAction({

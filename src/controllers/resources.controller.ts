@@ -41,6 +41,16 @@ export interface PutResourceBody {
    * JSON text must fit RESOURCE_MAX_BYTES.
    */
   data: unknown;
+  /**
+   * Seconds until the resource expires (`expiresAt`, by the database's clock):
+   * from then on it reads as missing, and it is deleted within 60 s (event
+   * `resource.expired`). Absent: the resource does not expire (a previous
+   * expiry is cleared).
+   * @isInt must be an integer from 1 to 31536000
+   * @minimum 1 must be an integer from 1 to 31536000
+   * @maximum 31536000 must be an integer from 1 to 31536000
+   */
+  ttlSeconds?: number;
 }
 
 function etag(version: number): string {
@@ -142,7 +152,9 @@ export class ResourcesController extends Controller {
    * if it exists; a weak tag matches nothing); `If-None-Match: "3"` writes
    * unless it is at version 3 (`W/"3"` too), `*` only if it does not exist
    * (create-only). Each takes a list of tags; with both, both must hold.
-   * Otherwise 412 and nothing is written.
+   * Otherwise 412 and nothing is written. With `ttlSeconds` the resource
+   * expires that many seconds after this write (`expiresAt`); without, it
+   * never does. An expired resource is missing to the preconditions too.
    * @summary Create or replace a resource
    * @example body {"data": {"text": "hello"}}
    */
@@ -194,6 +206,7 @@ export class ResourcesController extends Controller {
       json,
       ...(match ? { match } : {}),
       ...(noneMatch ? { noneMatch } : {}),
+      ...(body.ttlSeconds !== undefined ? { ttlSeconds: body.ttlSeconds } : {}),
       requestId: req.id ?? '-',
     });
     this.setStatus(created ? 201 : 200);

@@ -36,7 +36,9 @@ export interface TransactionOperationBody {
    */
   ifMatch?: number;
   /**
-   * create, update: seconds until the written resource expires (1 to 31,536,000).
+   * create, update: seconds until the written resource expires (`expiresAt`, by
+   * the database's clock; 1 to 31,536,000), as with PUT. Absent: the written
+   * resource does not expire (an update clears a previous expiry).
    * @isInt ttlSeconds must be an integer from 1 to 31536000
    * @minimum 1 ttlSeconds must be an integer from 1 to 31536000
    * @maximum 31536000 ttlSeconds must be an integer from 1 to 31536000

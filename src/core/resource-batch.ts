@@ -108,7 +108,7 @@ async function applyOne(store: ResourceStore, step: Step, state: State, tx: Tran
   if (op.op === 'create') {
     if (state.get(name)) throw operationError('resource_exists', index, `Resource already exists: ${name}`);
     // Missing when locked, but another transaction may have created it since (it then wins).
-    const created = await store.create(conversationId, name, step.json!, by, tx);
+    const created = await store.create(conversationId, name, step.json!, by, { tx, ttlSeconds: op.ttlSeconds });
     if (!created) throw operationError('resource_exists', index, `Resource already exists: ${name}`);
     state.set(name, created);
     return created;
@@ -118,7 +118,8 @@ async function applyOne(store: ResourceStore, step: Step, state: State, tx: Tran
   if (op.op === 'update') {
     // The row is locked at `current.version`: this changes it (the condition only guards the invariant).
     const versions = { in: [current.version] };
-    const updated = await store.update({ conversationId, name, json: step.json!, by, versions }, tx);
+    const { ttlSeconds } = op;
+    const updated = await store.update({ conversationId, name, json: step.json!, by, versions, ttlSeconds }, tx);
     if (!updated) throw operationError('resource_not_found', index, `Resource not found: ${name}`);
     state.set(name, updated);
     return updated;

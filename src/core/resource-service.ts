@@ -11,6 +11,7 @@ import { AppError, conversationNotFound } from './errors';
 import type { ConversationStore, ListResourcesOptions, ResourceStore } from './ports';
 import type { Principal } from './principal';
 import { ID_RULE, isValidId } from './resource-names';
+import { TTL_RULE, isValidTtl } from './resource-ttl';
 import { ToolError, type Resource } from './tool-interface';
 
 /** A precondition: `*`, or the versions its entity tags name. */
@@ -33,6 +34,16 @@ export function assertResourceName(name: unknown): asserts name is string {
   }
 }
 
+/** `ttlSeconds` of a write's options (a tool's, as given: absent means none), or invalid_args. */
+export function ttlSecondsOf(options: unknown): number | undefined {
+  if (options === undefined || options === null) return undefined;
+  if (typeof options !== 'object') throw new ToolError('invalid_args', 'options: must be an object');
+  const ttl = (options as { ttlSeconds?: unknown }).ttlSeconds;
+  if (ttl === undefined) return undefined;
+  if (!isValidTtl(ttl)) throw new ToolError('invalid_args', `ttlSeconds: ${TTL_RULE}`);
+  return ttl;
+}
+
 /** The author of a resource written over REST. */
 const CLIENT = 'client';
 
@@ -49,6 +60,8 @@ export interface ResourceWrite {
   by: string;
   /** The owner of the conversation when this write creates it. */
   owner: string;
+  /** Its expiry (checked: isValidTtl); absent, it has none. */
+  ttlSeconds?: number | undefined;
 }
 
 /** A client's write over REST (PUT …/resources/{name}): by `client`, for the caller. */
@@ -89,8 +102,8 @@ export class ResourceService {
       what: 'write resources over REST',
       requestId: w.requestId,
     });
-    const { conversationId, name, json, match, noneMatch } = w;
-    return this.put({ conversationId, name, json, match, noneMatch, by: CLIENT, owner: p.subject });
+    const { conversationId, name, json, match, noneMatch, ttlSeconds } = w;
+    return this.put({ conversationId, name, json, match, noneMatch, ttlSeconds, by: CLIENT, owner: p.subject });
   }
 
   /** DELETE …/resources/{name} for `p`. */
@@ -141,11 +154,11 @@ export class ResourceService {
    * owned by `owner`.
    */
   async put(w: ResourceWrite): Promise<{ resource: Resource; created: boolean }> {
-    const { conversationId, name, json, by, match, noneMatch } = w;
+    const { conversationId, name, json, by, match, noneMatch, ttlSeconds } = w;
     await this.conversations.ensure(conversationId, w.owner);
     if (noneMatch && 'any' in noneMatch) {
       // `*`: only if nothing is there. With If-Match too, no state passes both (it needs the resource).
-      const resource = match ? undefined : await this.store.create(conversationId, name, json, by);
+      const resource = match ? undefined : await this.store.create(conversationId, name, json, by, { ttlSeconds });
       if (resource) return { resource, created: true };
       const current = match ? await this.store.get(conversationId, name) : undefined;
       throw new AppError(
@@ -155,11 +168,11 @@ export class ResourceService {
     }
     const notIn = noneMatch?.versions;
     if (!match) {
-      const written = await this.store.upsert(conversationId, name, json, by, { notIn });
+      const written = await this.store.upsert(conversationId, name, json, by, { notIn, ttlSeconds });
       if (written) return written;
     } else {
       const versions = { in: versionsOf(match), notIn };
-      const updated = await this.store.update({ conversationId, name, json, by, versions });
+      const updated = await this.store.update({ conversationId, name, json, by, versions, ttlSeconds });
       if (updated) return { resource: updated, created: false };
     }
     const current = await this.store.get(conversationId, name);

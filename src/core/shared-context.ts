@@ -15,8 +15,15 @@
 import { TransactionAbortedError } from './errors';
 import type { Transaction, UnitOfWork } from './ports';
 import { applyOperations, checkOperations, wroteBefore } from './resource-batch';
-import { assertResourceName, type ResourceService } from './resource-service';
-import type { Resource, ResourcePage, ResourceQuery, SharedContext, TransactionOperation } from './tool-interface';
+import { assertResourceName, type ResourceService, ttlSecondsOf } from './resource-service';
+import type {
+  Resource,
+  ResourcePage,
+  ResourceQuery,
+  SharedContext,
+  TransactionOperation,
+  WriteOptions,
+} from './tool-interface';
 import { ToolError, resourceNotFound } from './tool-interface';
 
 export interface SharedContextOptions {
@@ -77,12 +84,14 @@ export class ConversationSharedContext implements SharedContext {
     return this.o.readUnit?.transaction();
   }
 
-  async createResource(name: string, data: unknown): Promise<Resource> {
+  async createResource(name: string, data: unknown, options?: WriteOptions): Promise<Resource> {
     assertResourceName(name);
+    const ttlSeconds = ttlSecondsOf(options);
     const json = this.o.resources.encode(data);
     const { store } = this.o.resources;
+    const tx = await this.writer();
     const created = await this.track(
-      store.create(this.o.conversationId, name, json, this.o.toolName, await this.writer()),
+      store.create(this.o.conversationId, name, json, this.o.toolName, { tx, ttlSeconds }),
     );
     if (!created) throw new ToolError('resource_exists', `Resource already exists: ${name}`);
     return created;
@@ -100,13 +109,14 @@ export class ConversationSharedContext implements SharedContext {
     return store.get(this.o.conversationId, name, await this.reader());
   }
 
-  async updateResource(name: string, data: unknown): Promise<Resource> {
+  /** Without `ttlSeconds` the resource keeps no expiry (a previous one is cleared), as over REST. */
+  async updateResource(name: string, data: unknown, options?: WriteOptions): Promise<Resource> {
     assertResourceName(name);
+    const ttlSeconds = ttlSecondsOf(options);
     const json = this.o.resources.encode(data);
     const { store } = this.o.resources;
-    const updated = await this.track(
-      store.update({ conversationId: this.o.conversationId, name, json, by: this.o.toolName }, await this.writer()),
-    );
+    const w = { conversationId: this.o.conversationId, name, json, by: this.o.toolName, ttlSeconds };
+    const updated = await this.track(store.update(w, await this.writer()));
     if (!updated) throw resourceNotFound(name);
     return updated;
   }

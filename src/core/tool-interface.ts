@@ -341,6 +341,9 @@ export { MAX_TRANSACTION_OPERATIONS, ZTransactionOperation, ZTransactionOperatio
 /** Resource names as the API defines them (resource-names.ts), for tools that check names themselves. */
 export { ID_PATTERN as RESOURCE_NAME_PATTERN, isValidId } from './resource-names';
 
+/** `ttlSeconds` of a write (1 to 31,536,000), as action inputs take it (resource-ttl.ts). */
+export { ZTtlSeconds } from './resource-ttl';
+
 export const ZResourceName = z
   .string()
   .regex(ID_PATTERN, ID_RULE)
@@ -368,6 +371,7 @@ export const ZResourceOutput = z
     createdAt: z.number().describe('Epoch milliseconds'),
     updatedAt: z.number().describe('Epoch milliseconds'),
     version: z.number().int().min(1),
+    expiresAt: z.number().optional().describe('Epoch milliseconds; absent when it never expires'),
   })
   .describe('A resource of the conversation shared context');
 

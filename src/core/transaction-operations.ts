@@ -5,16 +5,14 @@
  * operation takes only its own fields, so a `delete` with `data` or a
  * `create` with `ifMatch` is refused rather than half understood.
  *
- * Imports only zod and the name rule: tool-interface.ts re-exports it for tools.
+ * Imports only zod and the name and TTL rules: tool-interface.ts re-exports it for tools.
  */
 import { z } from 'zod';
 import { ID_PATTERN, ID_RULE } from './resource-names';
+import { ZTtlSeconds } from './resource-ttl';
 
 /** Operations in one transaction, at most (API.md). */
 export const MAX_TRANSACTION_OPERATIONS = 100;
-/** ttlSeconds' bounds (API.md, TTL): one second to a year. */
-export const TTL_SECONDS_MIN = 1;
-export const TTL_SECONDS_MAX = 31_536_000;
 
 const ZName = z.string().regex(ID_PATTERN, ID_RULE).describe('Resource name in the conversation shared context');
 const ZIfMatch = z
@@ -22,12 +20,8 @@ const ZIfMatch = z
   .int()
   .min(1)
   .describe('The version the resource must be at; otherwise the transaction fails (precondition_failed)');
-const ZTtl = z
-  .number()
-  .int()
-  .min(TTL_SECONDS_MIN)
-  .max(TTL_SECONDS_MAX)
-  .describe('Seconds until the written resource expires (1 to 31,536,000); without it, no expiry');
+/** The TTL rule's own schema (resource-ttl.ts): one second to a year. */
+const ZTtl = ZTtlSeconds;
 /** Present: a bare z.unknown() would accept a missing key. */
 const ZData = z
   .unknown()

@@ -32,13 +32,15 @@ const DECISION_SELECT = `
  * The decision, plus the one resource a read action declared it will read.
  * Only read-level actions prefetch, and they are never refused for their
  * level, so nobody can be waiting on an approval for one: no WAITING here.
+ * An expired resource is missing here as in the resource store (its LIVE).
  */
 const DECISION_SELECT_PREFETCH = `
   SELECT c.legacy_level, c.policy, c.owner, ${LEVEL},
-         r.name, r.data, r.created_by, r.updated_by, r.created_at, r.updated_at, r.version
+         r.name, r.data, r.created_by, r.updated_by, r.created_at, r.updated_at, r.version, r.expires_at
   FROM conversations c
   LEFT JOIN tool_permissions p ON p.conversation_id = c.id AND p.tool = $2
   LEFT JOIN resources r ON r.conversation_id = c.id AND r.name = $3
+    AND (r.expires_at IS NULL OR r.expires_at > now())
   WHERE c.id = $1`;
 
 /** Creates the conversation unless a concurrent request just did, and reads it either way. */

@@ -42,6 +42,7 @@ function subjectOf(type: EventType, s: Record<string, unknown>): unknown {
       ...(s as unknown as ResourceRow),
       created_at: date(s.created_at)!,
       updated_at: date(s.updated_at)!,
+      expires_at: date(s.expires_at),
     });
     return resource;
   }

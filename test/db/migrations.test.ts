@@ -22,6 +22,7 @@ const ALL = [
   '20260407000000_events',
   '20260501000000_participants',
   '20260601000000_webhooks',
+  '20260701000000_resource_ttl',
 ];
 
 async function query<T = Record<string, unknown>>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {

@@ -206,6 +206,25 @@ describe('POST /conversations/{id}/transactions', () => {
     expect(await snapshot(id)).toEqual(before);
   });
 
+  it('ttlSeconds per operation: expiresAt on what it writes; an update without it clears the expiry', async () => {
+    const id = await seeded();
+    const before = Date.now();
+    const res = await txn(id, [
+      { op: 'create', name: 'short', data: 1, ttlSeconds: 60 },
+      { op: 'update', name: 'a', data: 2, ttlSeconds: 3600 },
+      { op: 'update', name: 'b', data: 3 },
+    ]).expect(200);
+    const [short, a, b] = res.body.results as Body[];
+    expect(short!.expiresAt).toBeGreaterThanOrEqual(before + 55_000);
+    expect(short!.expiresAt).toBeLessThanOrEqual(Date.now() + 65_000);
+    expect(a!.expiresAt).toBeGreaterThanOrEqual(before + 3_595_000);
+    expect(b!.expiresAt).toBeUndefined();
+    const cleared = await txn(id, [{ op: 'update', name: 'short', data: 4 }]).expect(200);
+    expect(cleared.body.results[0].expiresAt).toBeUndefined();
+    const read = await as(base, owner.token).get(`/conversations/${id}/resources/a`).expect(200);
+    expect(read.body.expiresAt).toBe(a!.expiresAt);
+  });
+
   it('a hundred operations commit together', async () => {
     const id = uniqueId('tx-hundred');
     const ops = Array.from({ length: 100 }, (_, i) => ({ op: 'create', name: `r${i}`, data: i }));

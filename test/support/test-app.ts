@@ -94,6 +94,7 @@ export async function createTestApp(env: Record<string, string> = {}, options: T
     close: async () => {
       services.authenticator.stop();
       services.approvals.stopSweeper();
+      await services.expiry.stop();
       await services.participants.close();
       await services.webhookOutbox.close();
       await services.events.close();

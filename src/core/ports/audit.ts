@@ -17,6 +17,8 @@ export type AuditEvent =
   | 'conversation.deleted'
   | 'approval.requested'
   | 'approval.decided'
+  /** A resource deleted at its expiry, by `expiry`: its name in `action` (src/core/resource-expiry.ts). */
+  | 'resource.expired'
   /** Participants (remote tools), in the system chain: by an admin, a user (credentials) or a refresh. */
   | 'participant.registered'
   | 'participant.changed'

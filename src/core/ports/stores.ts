@@ -17,8 +17,22 @@ export interface VersionCondition {
   notIn?: number[];
 }
 
-/** An update of one resource (ResourceStore.update): its new JSON text, by whom, and on which versions. */
-export interface ResourceUpdate {
+/**
+ * The expiry a write gives its resource (API.md, "Shared context, M6", TTL):
+ * `ttlSeconds` from the database's now(); absent, the resource has none (a
+ * previous one is cleared). The caller has checked the range (ttlSecondsOf).
+ */
+export interface ResourceExpiry {
+  ttlSeconds?: number | undefined;
+}
+
+/** Options of a create or upsert: its expiry, and the transaction it runs in (absent: on its own). */
+export interface ResourceWriteOptions extends ResourceExpiry {
+  tx?: Transaction | undefined;
+}
+
+/** An update of one resource (ResourceStore.update): its new JSON text, by whom, on which versions, and its expiry. */
+export interface ResourceUpdate extends ResourceExpiry {
   conversationId: string;
   name: string;
   json: string;
@@ -26,10 +40,21 @@ export interface ResourceUpdate {
   versions?: VersionCondition | undefined;
 }
 
+/** A resource the sweeper deleted (ResourceStore.sweepExpired). */
+export interface ExpiredResource {
+  conversationId: string;
+  name: string;
+  version: number;
+}
+
 /**
  * A conversation's resources. Each method is one statement; without `tx` it
  * runs on its own (autocommit). Writes are decided by the statement itself
  * (row lock, unique key), so concurrent callers never lose an update.
+ *
+ * A resource past its `expiresAt` (the database's clock) is missing to every
+ * method: not read, not updated, not deleted; a create replaces it as a new
+ * resource (version 1). Only sweepExpired removes its row.
  */
 export interface ResourceStore {
   get(conversationId: string, name: string, tx?: Transaction): Promise<Resource | undefined>;
@@ -47,7 +72,7 @@ export interface ResourceStore {
     name: string,
     json: string,
     by: string,
-    tx?: Transaction,
+    opts?: ResourceWriteOptions,
   ): Promise<Resource | undefined>;
   /**
    * Increments the version; undefined when missing, or (with `versions`) at
@@ -64,12 +89,18 @@ export interface ResourceStore {
     name: string,
     json: string,
     by: string,
-    opts?: { notIn?: number[]; tx?: Transaction },
+    opts?: ResourceWriteOptions & { notIn?: number[] | undefined },
   ): Promise<{ resource: Resource; created: boolean } | undefined>;
   /** false when missing or (with expectedVersions) at none of those versions. */
   delete(conversationId: string, name: string, expectedVersions?: number[], tx?: Transaction): Promise<boolean>;
   /** Ordered by name (bytewise). */
   list(conversationId: string, opts: ListResourcesOptions, tx?: Transaction): Promise<Resource[]>;
+  /**
+   * Deletes up to `limit` expired resources of any conversation in `tx`,
+   * skipping rows another transaction holds (another replica's sweep, a
+   * create replacing one), so replicas sweeping at once never take the same row.
+   */
+  sweepExpired(limit: number, tx: Transaction): Promise<ExpiredResource[]>;
 }
 
 export interface DecisionContext {

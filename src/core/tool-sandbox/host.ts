@@ -20,6 +20,7 @@ import {
   type TransactionOperation,
   type ToolContext,
   type ToolLogger,
+  type WriteOptions,
 } from '../tool-interface';
 import { SkipModule, errorMessage, type ParseArgsResult } from '../tool-module';
 import {
@@ -74,14 +75,15 @@ function startWorker(file: string): Worker {
 
 /** The one shared-context method the worker asked for; the context itself checks names, sizes and levels. */
 function invoke(shared: SharedContext, method: CtxMethod, args: unknown[]): Promise<unknown> {
-  const [name, data] = args;
+  // The options are passed on as the tool sent them: the shared context checks them (ttlSecondsOf).
+  const [name, data, options] = args;
   switch (method) {
     case 'createResource':
-      return shared.createResource(name as string, data);
+      return shared.createResource(name as string, data, options as WriteOptions | undefined);
     case 'getResource':
       return shared.getResource(name as string);
     case 'updateResource':
-      return shared.updateResource(name as string, data);
+      return shared.updateResource(name as string, data, options as WriteOptions | undefined);
     case 'listResources':
       return shared.listResources(name as { prefix?: string } | undefined);
     case 'deleteResource':

@@ -1,9 +1,11 @@
 /** The ResourceStore port in memory (src/db/resource-store.ts): each method one statement. */
 import { conversationNotFound } from '../../../src/core/errors';
 import type {
+  ExpiredResource,
   ListResourcesOptions,
   ResourceStore,
   ResourceUpdate,
+  ResourceWriteOptions,
   Transaction,
   VersionCondition,
 } from '../../../src/core/ports';
@@ -13,8 +15,19 @@ import { type MemoryDb, key } from './db';
 export class MemoryResourceStore implements ResourceStore {
   constructor(private readonly db: MemoryDb) {}
 
+  /** The row unless it expired (as the SQL store's LIVE). */
+  private live(conversationId: string, name: string): Resource | undefined {
+    const r = this.db.resources.get(key(conversationId, name));
+    return r && (r.expiresAt === undefined || r.expiresAt > this.db.now()) ? r : undefined;
+  }
+
+  /** A write's expiry: its own, or none. */
+  private expiry(ttlSeconds: number | undefined): { expiresAt?: number } {
+    return ttlSeconds === undefined ? {} : { expiresAt: this.db.now() + ttlSeconds * 1000 };
+  }
+
   get(conversationId: string, name: string, tx?: Transaction): Promise<Resource | undefined> {
-    return Promise.resolve(this.db.statement(tx, () => this.db.resources.get(key(conversationId, name))));
+    return Promise.resolve(this.db.statement(tx, () => this.live(conversationId, name)));
   }
 
   getForUpdate(conversationId: string, name: string, tx: Transaction): Promise<Resource | undefined> {
@@ -23,9 +36,7 @@ export class MemoryResourceStore implements ResourceStore {
 
   lockAll(conversationId: string, names: string[], tx: Transaction): Promise<Resource[]> {
     return Promise.resolve(
-      this.db.statement(tx, () =>
-        [...names].sort().flatMap((name) => this.db.resources.get(key(conversationId, name)) ?? []),
-      ),
+      this.db.statement(tx, () => [...names].sort().flatMap((name) => this.live(conversationId, name) ?? [])),
     );
   }
 
@@ -34,12 +45,13 @@ export class MemoryResourceStore implements ResourceStore {
     name: string,
     json: string,
     by: string,
-    tx?: Transaction,
+    opts: ResourceWriteOptions = {},
   ): Promise<Resource | undefined> {
+    const { tx } = opts;
     return Promise.resolve(
       this.db.statement(tx, () => {
         if (!this.db.conversations.has(conversationId)) throw conversationNotFound(conversationId);
-        if (this.db.resources.has(key(conversationId, name))) return undefined;
+        if (this.live(conversationId, name)) return undefined;
         const now = this.db.now();
         const r: Resource = {
           name,
@@ -49,6 +61,7 @@ export class MemoryResourceStore implements ResourceStore {
           createdAt: now,
           updatedAt: now,
           version: 1,
+          ...this.expiry(opts.ttlSeconds),
         };
         this.db.put(this.db.resources, key(conversationId, name), r, tx);
         return r;
@@ -60,9 +73,11 @@ export class MemoryResourceStore implements ResourceStore {
     const { conversationId, name, json, by, versions } = w;
     return Promise.resolve(
       this.db.statement(tx, () => {
-        const r = this.db.resources.get(key(conversationId, name));
+        const r = this.live(conversationId, name);
         if (!r || !allowed(r.version, versions)) return undefined;
-        const next = { ...r, data: JSON.parse(json), updatedBy: by, updatedAt: this.db.now(), version: r.version + 1 };
+        const { expiresAt: _old, ...kept } = r;
+        const changed = { data: JSON.parse(json), updatedBy: by, updatedAt: this.db.now(), version: r.version + 1 };
+        const next = { ...kept, ...changed, ...this.expiry(w.ttlSeconds) };
         this.db.put(this.db.resources, key(conversationId, name), next, tx);
         return next;
       }),
@@ -74,19 +89,20 @@ export class MemoryResourceStore implements ResourceStore {
     name: string,
     json: string,
     by: string,
-    opts: { notIn?: number[]; tx?: Transaction } = {},
+    opts: ResourceWriteOptions & { notIn?: number[] | undefined } = {},
   ): Promise<{ resource: Resource; created: boolean } | undefined> {
     const { notIn, tx } = opts;
     // One statement in `tx` (a single-statement unit counts it once): create, else update.
     return Promise.resolve(
       this.db.statement(tx, () => {
         if (!this.db.conversations.has(conversationId)) throw conversationNotFound(conversationId);
-        const r = this.db.resources.get(key(conversationId, name));
+        const r = this.live(conversationId, name);
         if (r && !allowed(r.version, notIn ? { notIn } : undefined)) return undefined;
         const now = this.db.now();
-        const next: Resource = r
-          ? { ...r, data: JSON.parse(json), updatedBy: by, updatedAt: now, version: r.version + 1 }
-          : { name, data: JSON.parse(json), createdBy: by, updatedBy: by, createdAt: now, updatedAt: now, version: 1 };
+        const fresh = { name, createdBy: by, createdAt: now, version: 1 };
+        const base = r ? { name, createdBy: r.createdBy, createdAt: r.createdAt, version: r.version + 1 } : fresh;
+        const next: Resource = { ...base, data: JSON.parse(json), updatedBy: by, updatedAt: now };
+        Object.assign(next, this.expiry(opts.ttlSeconds));
         this.db.put(this.db.resources, key(conversationId, name), next, tx);
         return { resource: next, created: !r };
       }),
@@ -96,7 +112,7 @@ export class MemoryResourceStore implements ResourceStore {
   delete(conversationId: string, name: string, expectedVersions?: number[], tx?: Transaction): Promise<boolean> {
     return Promise.resolve(
       this.db.statement(tx, () => {
-        const r = this.db.resources.get(key(conversationId, name));
+        const r = this.live(conversationId, name);
         if (!r || !allowed(r.version, expectedVersions ? { in: expectedVersions } : undefined)) return false;
         this.db.put(this.db.resources, key(conversationId, name), undefined, tx);
         return true;
@@ -116,6 +132,19 @@ export class MemoryResourceStore implements ResourceStore {
           .sort((a, b) => Buffer.compare(Buffer.from(a.name), Buffer.from(b.name)))
           .slice(0, opts.limit ?? 100),
       ),
+    );
+  }
+
+  sweepExpired(limit: number, tx: Transaction): Promise<ExpiredResource[]> {
+    return Promise.resolve(
+      this.db.statement(tx, () => {
+        const now = this.db.now();
+        const due = [...this.db.resources.entries()]
+          .filter(([, r]) => r.expiresAt !== undefined && r.expiresAt <= now)
+          .slice(0, limit);
+        for (const [k] of due) this.db.put(this.db.resources, k, undefined, tx);
+        return due.map(([k, r]) => ({ conversationId: k.split('\u0000')[0]!, name: r.name, version: r.version }));
+      }),
     );
   }
 }
