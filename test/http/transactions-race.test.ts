@@ -73,7 +73,7 @@ async function seed(conversationId: string, names: string[]): Promise<void> {
     const slots = Array.from({ length: 6 }, (_, k) => `slot-${k}`);
     await seed(id, slots);
     const random = generator(23);
-    const plans = Array.from({ length: TRANSACTIONS }, (_, i) => pick(slots, 2 + Math.floor(random() * 3), random));
+    const plans = Array.from({ length: TRANSACTIONS }, () => pick(slots, 2 + Math.floor(random() * 3), random));
     const answers = await Promise.all(
       plans.map((names, i) =>
         txn(i, id, [
