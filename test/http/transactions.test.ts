@@ -225,6 +225,19 @@ describe('POST /conversations/{id}/transactions', () => {
     expect(read.body.expiresAt).toBe(a!.expiresAt);
   });
 
+  it('a malformed operation is named as /operations/K, its field first in the message', async () => {
+    const id = await seeded();
+    const cases: [Op, string][] = [
+      [{ op: 'upsert', name: 'a', data: 1 }, 'op: must be one of create, update, delete, check'],
+      [{ op: 'update', name: 'a', data: 1, ifMatch: 0 }, 'ifMatch: ifMatch must be an integer version, at least 1'],
+      [{ op: 'create', name: 'a' }, 'data: Required: the resource data (any JSON value)'],
+    ];
+    for (const [bad, message] of cases) {
+      const res = await txn(id, [{ op: 'check', name: 'a' }, bad]);
+      expect([res.status, res.body.errors]).toEqual([400, [{ path: '/operations/1', message }]]);
+    }
+  });
+
   it('a hundred operations commit together', async () => {
     const id = uniqueId('tx-hundred');
     const ops = Array.from({ length: 100 }, (_, i) => ({ op: 'create', name: `r${i}`, data: i }));
