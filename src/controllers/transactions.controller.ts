@@ -31,17 +31,17 @@ export interface TransactionOperationBody {
   data?: unknown;
   /**
    * update, delete, check: the version the resource must be at (412 otherwise).
-   * @isInt ifMatch must be an integer version, at least 1
-   * @minimum 1 ifMatch must be an integer version, at least 1
+   * @isInt must be an integer version, at least 1
+   * @minimum 1 must be an integer version, at least 1
    */
   ifMatch?: number;
   /**
    * create, update: seconds until the written resource expires (`expiresAt`, by
    * the database's clock; 1 to 31,536,000), as with PUT. Absent: the written
    * resource does not expire (an update clears a previous expiry).
-   * @isInt ttlSeconds must be an integer from 1 to 31536000
-   * @minimum 1 ttlSeconds must be an integer from 1 to 31536000
-   * @maximum 31536000 ttlSeconds must be an integer from 1 to 31536000
+   * @isInt must be an integer from 1 to 31536000
+   * @minimum 1 must be an integer from 1 to 31536000
+   * @maximum 31536000 must be an integer from 1 to 31536000
    */
   ttlSeconds?: number;
 }
@@ -49,8 +49,8 @@ export interface TransactionOperationBody {
 export interface TransactionBody {
   /**
    * Applied in order, all committed together or none.
-   * @minItems 1 operations must hold 1 to 100 operations
-   * @maxItems 100 operations must hold 1 to 100 operations
+   * @minItems 1 must hold 1 to 100 operations
+   * @maxItems 100 must hold 1 to 100 operations
    */
   operations: TransactionOperationBody[];
 }

@@ -4,18 +4,18 @@
  * say so themselves); this deletes the rows, within 60 s of it.
  *
  * Every replica sweeps on its own timer; the store's SKIP LOCKED hands each
- * row to one of them. A batch is one transaction: the rows' deletion (the
- * database's trigger records each as event `resource.expired`) and one audit
- * entry per resource by `expiry`, in the conversation's chain, commit
- * together or not at all.
+ * row to one of them. A batch is one transaction. The database's triggers
+ * (migration 20260701000000) record each deletion in it, as event
+ * `resource.expired` and as an audit entry by `expiry` in the conversation's
+ * chain: they commit with the deletion or not at all, and a create that
+ * takes an expired name over (no sweep involved) records the same.
  */
 import type { AuditService } from './audit';
 import { inOwnTransaction } from './in-transaction';
-import { EXPIRY_ACTOR } from './permissions';
 import type { ExpiredResource, ResourceStore, UnitsOfWork } from './ports';
 import type { ToolLogger } from './tool-interface';
 
-/** Rows per transaction: short row locks, and a few hundred audit entries sent with one COMMIT. */
+/** Rows per transaction: short row locks, and a bounded number of event and audit rows written with them. */
 const BATCH = 200;
 /** Batches per tick at most, so one tick ends; what is left waits for the next. */
 const MAX_BATCHES = 50;
@@ -23,6 +23,7 @@ const MAX_BATCHES = 50;
 export interface ResourceExpiryDeps {
   store: ResourceStore;
   units: UnitsOfWork;
+  /** Its queue is written before each batch, so that nothing queued earlier is sealed after the batch's entries. */
   audit?: AuditService;
   logger: ToolLogger;
   /** Between sweeps (RESOURCE_SWEEP_INTERVAL_MS). */
@@ -78,26 +79,8 @@ export class ResourceExpiry {
   }
 
   private async batch(): Promise<ExpiredResource[]> {
-    const { audit } = this.deps;
     // What this replica queued before is written first: never sealed after these entries.
-    await audit?.flushQueued();
-    return inOwnTransaction(this.deps.units, async (tx) => {
-      const gone = await this.deps.store.sweepExpired(BATCH, tx);
-      for (const r of gone) {
-        // The resource's name is the entry's `action` (audit entries have no field of their own for it).
-        await audit?.record(
-          'resource.expired',
-          {
-            conversationId: r.conversationId,
-            actor: EXPIRY_ACTOR,
-            requestId: EXPIRY_ACTOR,
-            outcome: 'success',
-            action: r.name,
-          },
-          tx,
-        );
-      }
-      return gone;
-    });
+    await this.deps.audit?.flushQueued();
+    return inOwnTransaction(this.deps.units, (tx) => this.deps.store.sweepExpired(BATCH, tx));
   }
 }

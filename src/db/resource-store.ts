@@ -127,6 +127,8 @@ export class SqlResourceStore implements ResourceStore {
     opts: ResourceWriteOptions = {},
   ): Promise<Resource | undefined> {
     // A row that expired but is not swept yet is taken over: the new resource starts from version 1.
+    // DO UPDATE (unlike DO NOTHING) locks the row it finds, live or not, until the transaction ends:
+    // a create that finds a live one waits for its writer and then answers `exists` as before.
     const { rows } = await prepared<ResourceRow>(
       this.on(opts.tx),
       'resource_create',

@@ -250,6 +250,14 @@ describe('an expired resource', () => {
       'resource.expired',
       'resource.created',
     ]);
+    // And each is audited as an expiry, as the sweeper's deletions are.
+    const audit = await request(t.app).get(`/conversations/${c}/audit`).expect(200);
+    const expired = (audit.body.entries as Body[]).filter((e) => e.event === 'resource.expired');
+    expect(expired.map((e) => [e.action, e.actor])).toEqual([
+      ['a', 'expiry'],
+      ['b', 'expiry'],
+      ['d', 'expiry'],
+    ]);
   });
 });
 

@@ -192,6 +192,21 @@ describe('the shared context across the boundary', () => {
     expect(bad.body.error).toMatch(/^Invalid args for sandboxed-tool\/read-doc: name: /);
   });
 
+  it('passes ttlSeconds through to the shared context, which checks it (API.md TTL)', async () => {
+    const c = uniqueId('ttl');
+    await grant(c, 'sandboxed-tool', 2);
+    const res = await neg(c, 'sandboxed-tool/write-expiring', { name: 'e', ttl: 60, updateTtl: 120 }).expect(200);
+    const { created, updated } = res.body.output;
+    expect(created).toMatchObject({ version: 1, createdBy: 'sandboxed-tool', expiresAt: created.updatedAt + 60_000 });
+    expect(updated).toMatchObject({ version: 2, expiresAt: updated.updatedAt + 120_000 });
+
+    // A bad one is the tool's invalid_args, and the action's writes roll back.
+    const bad = await neg(c, 'sandboxed-tool/write-expiring', { name: 'f', ttl: 60, updateTtl: 0 }).expect(400);
+    expect(bad.body).toMatchObject({ code: 'invalid_args' });
+    expect(bad.body.error).toContain('ttlSeconds');
+    await request(t.app).get(`/conversations/${c}/resources/f`).expect(404);
+  });
+
   it("checks a dry run's args with the tool's own schema, in its worker, running nothing", async () => {
     const c = uniqueId('dry');
     await grant(c, 'sandboxed-tool', 2);

@@ -229,7 +229,7 @@ describe('POST /conversations/{id}/transactions', () => {
     const id = await seeded();
     const cases: [Op, string][] = [
       [{ op: 'upsert', name: 'a', data: 1 }, 'op: must be one of create, update, delete, check'],
-      [{ op: 'update', name: 'a', data: 1, ifMatch: 0 }, 'ifMatch: ifMatch must be an integer version, at least 1'],
+      [{ op: 'update', name: 'a', data: 1, ifMatch: 0 }, 'ifMatch: must be an integer version, at least 1'],
       [{ op: 'create', name: 'a' }, 'data: Required: the resource data (any JSON value)'],
     ];
     for (const [bad, message] of cases) {

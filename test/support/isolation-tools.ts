@@ -19,6 +19,11 @@ export const SANDBOXED_TOOL = `module.exports = ({ defineTool, defineAction, z, 
         if (fail) throw new Error('failed after two writes');
         return { written: [first, second] };
       } }),
+    'write-expiring': defineAction({ description: 'Creates a resource with a TTL, then updates it with another', level: 2,
+      input: z.object({ name: z.string(), ttl: z.unknown(), updateTtl: z.unknown() }),
+      handler: async ({ name, ttl, updateTtl }, ctx) => ({
+        created: await ctx.sharedContext.createResource(name, { n: 1 }, { ttlSeconds: ttl }),
+        updated: await ctx.sharedContext.updateResource(name, { n: 2 }, { ttlSeconds: updateTtl }) }) }),
     'sneaky-write': defineAction({ description: 'A read-level action that writes', level: 1,
       input: z.object({ name: z.string() }),
       handler: async ({ name }, ctx) => ctx.sharedContext.createResource(name, { sneaky: true }) }),

@@ -53,3 +53,27 @@ BEGIN
   RETURN NULL;
 END
 $fn$;
+
+-- The audit entry of each expiry (API.md: actor `expiry`), written by the
+-- database in the transaction that removes the expired row, whichever it is:
+-- the sweeper's DELETE, or a create taking the name over. It lands in
+-- "audit_pending" like any entry, and the sealer (migration 20260405000000)
+-- chains it. The resource's name is its `action`; `expiry` its request id.
+CREATE FUNCTION audit_on_resource_expiry() RETURNS trigger
+LANGUAGE plpgsql AS $fn$
+BEGIN
+  IF OLD.expires_at IS NULL OR OLD.expires_at > now() THEN
+    RETURN NULL;
+  END IF;
+  -- A conversation's deletion takes its resources along: no entry of their own.
+  IF TG_OP = 'DELETE' AND NOT EXISTS (SELECT 1 FROM conversations c WHERE c.id = OLD.conversation_id) THEN
+    RETURN NULL;
+  END IF;
+  INSERT INTO audit_pending (at, conversation_id, actor, event, action, outcome, request_id)
+  VALUES (now(), OLD.conversation_id, 'expiry', 'resource.expired', OLD.name, 'success', 'expiry');
+  RETURN NULL;
+END
+$fn$;
+
+CREATE TRIGGER "resources_expiry_audit" AFTER UPDATE OR DELETE ON "resources"
+  FOR EACH ROW EXECUTE FUNCTION audit_on_resource_expiry();

@@ -17,7 +17,7 @@ export type AuditEvent =
   | 'conversation.deleted'
   | 'approval.requested'
   | 'approval.decided'
-  /** A resource deleted at its expiry, by `expiry`: its name in `action` (src/core/resource-expiry.ts). */
+  /** A resource removed at its expiry, by `expiry`: its name in `action` (written by a trigger: migration 20260701000000). */
   | 'resource.expired'
   /** Participants (remote tools), in the system chain: by an admin, a user (credentials) or a refresh. */
   | 'participant.registered'
