@@ -35,7 +35,8 @@
  *    A value of any JSON type (`unknown`: metadata values, resource data,
  *    args) cannot say it in OpenAPI 3.0: its description does.
  * 5. Rules tsoa's JSDoc cannot attach to one field (SCHEMA_RULES): a rule
- *    between two fields.
+ *    between two fields; a nullable reference (tsoa writes it without the
+ *    `type` OpenAPI 3.0 needs beside `nullable`).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 
@@ -276,6 +277,17 @@ const SCHEMA_RULES = {
       { properties: { role: { type: 'string', enum: ['admin'] } } },
       { properties: { subject: { not: { type: 'string', enum: ['admin'] } } } },
     ],
+  },
+  // POST …/transactions: one result per operation, null for a delete. tsoa writes `Resource | null`
+  // as `{ allOf: [$ref], nullable: true }`, and OpenAPI 3.0 reads `nullable` only beside a `type`.
+  TransactionResult: {
+    properties: {
+      results: {
+        items: { type: 'object', allOf: [{ $ref: '#/components/schemas/Resource' }], nullable: true },
+        type: 'array',
+        description: 'The resource as its operation left it (checked, created, updated); null for a delete.',
+      },
+    },
   },
   // Not here: JsonObject's `__proto__` rule. As `not: {required: ['__proto__']}` every
   // JavaScript validator (ajv: `data.__proto__ !== undefined`) would refuse every object; its

@@ -41,6 +41,7 @@ import type { SecretSealer } from './core/ports';
 import { SubscriptionRunner, type SubscriptionRunnerOptions } from './core/subscriptions';
 import { SubscriptionFailures } from './core/subscription-failures';
 import { SqlSubscriptionStore } from './db/subscription-store';
+import { TransactionService } from './core/transactions';
 import type { Logger } from './logger';
 import type { Services } from './services';
 import { Metrics } from './observability/metrics';
@@ -193,6 +194,13 @@ export function wireServices(
       manager,
       idempotency,
       resources,
+      transactions: new TransactionService({
+        resources,
+        conversations: stores.conversations,
+        units: stores.units,
+        access,
+        audit,
+      }),
       access,
       keys,
       authenticator,

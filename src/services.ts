@@ -19,6 +19,7 @@ import type { Stores } from './core/ports';
 import type { ResourceExpiry } from './core/resource-expiry';
 import type { ResourceService } from './core/resource-service';
 import type { ToolCatalog } from './core/tool-catalog';
+import type { TransactionService } from './core/transactions';
 import type { Database } from './db/database';
 import type { Logger } from './logger';
 import type { Metrics } from './observability/metrics';
@@ -39,6 +40,8 @@ export interface Services {
   /** negotiate with an Idempotency-Key. */
   idempotency: IdempotentNegotiation;
   resources: ResourceService;
+  /** POST …/transactions: a client's operations, all or nothing. */
+  transactions: TransactionService;
   /** Who may do what under /conversations/{id}. */
   access: ConversationAccess;
   keys: KeyService;

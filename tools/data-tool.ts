@@ -7,6 +7,7 @@ import {
   ZResourceName,
   ZResourceOutput,
   ZResourcePrefix,
+  ZTransactionOperations,
   ZTtlSeconds,
   defineAction,
   defineTool,
@@ -26,7 +27,8 @@ const ZData = z
 export default defineTool({
   name: 'data-tool',
   version: '1.0.0',
-  description: 'Creates, reads, updates, lists and deletes resources in the conversation shared context.',
+  description:
+    'Creates, reads, updates, lists and deletes resources in the conversation shared context, one at a time or as an all-or-nothing batch.',
   actions: {
     'create-resource': defineAction({
       description:
@@ -71,6 +73,18 @@ export default defineTool({
       handler: async ({ prefix }, ctx) => ({
         resources: await ctx.sharedContext.listResources({ prefix }),
       }),
+    }),
+    'apply-batch': defineAction({
+      description:
+        'Apply `operations` (create, update, delete, check; each on a `name`, with `data`, `ifMatch` version, `ttlSeconds` as it needs) all together or not at all: the first failing one fails the call, naming it as operations/K, and nothing is written.',
+      level: 2,
+      input: z.object({ operations: ZTransactionOperations }),
+      output: z.object({
+        results: z
+          .array(ZResourceOutput.nullable())
+          .describe('One per operation: the resource as it left it, null for a delete'),
+      }),
+      handler: async ({ operations }, ctx) => ({ results: await ctx.sharedContext.transaction(operations) }),
     }),
     'delete-resource': defineAction({
       description: 'Delete the resource `name`.',

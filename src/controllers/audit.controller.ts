@@ -29,6 +29,7 @@ export interface AuditLogEntry {
    * `negotiate`, `negotiate.dry_run`, `permission.changed`, `key.created`,
    * `key.revoked`, `webhook.created`, `webhook.deleted` (a user's or admin's hook of all its
    * conversations: in `_system`), `conversation.created`, `conversation.deleted`,
+   * `resources.transaction` (a committed POST …/transactions),
    * `approval.requested`, `approval.decided`; in `_system`, participants'
    * `participant.registered`, `participant.changed`, `participant.deleted`,
    * `participant.action_quarantined`, `participant.action_approved`,
@@ -37,7 +38,7 @@ export interface AuditLogEntry {
   event: string;
   /** The tool (negotiate, permission.changed); the participant (participant events). */
   tool?: string;
-  /** The action (negotiate, participant actions); `level-A-to-B` (permission.changed); the key id (key events); the webhook id (webhook events). */
+  /** The action (negotiate, participant actions); `level-A-to-B` (permission.changed); the key id (key events); the webhook id (webhook events); `op:name@version` per operation, space-separated (resources.transaction). */
   action?: string;
   /** `success`, or the outcome's code (`permission_required`, `tool_error`, `unavailable`, …). */
   outcome: string;

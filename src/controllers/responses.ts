@@ -196,3 +196,9 @@ export interface WebhookDeliveryList {
   /** The last 100 attempts, newest first. */
   deliveries: WebhookDelivery[];
 }
+
+/** POST …/transactions: one result per operation, in order. */
+export interface TransactionResult {
+  /** The resource as its operation left it (checked, created, updated); null for a delete. */
+  results: (Resource | null)[];
+}

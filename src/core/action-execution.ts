@@ -132,6 +132,8 @@ export async function runAction(deps: ExecutionDeps, call: ActionCall, attempt =
     if (output === TIMED_OUT) return await answerTimeout(deps, call, { unit, running, stop });
     // A handler that swallowed a deadlock error returns over an aborted transaction: nothing would commit.
     if (sharedContext.conflicted) throw new Error('transaction aborted by a deadlock or serialization failure');
+    // A transaction that failed after writing part of itself (caught by the tool): none of it may commit.
+    if (sharedContext.batchFailure) throw sharedContext.batchFailure;
     if (call.saveAs !== undefined && unit) {
       const saved = savedData(action, output ?? null);
       // A saved result is a write of the action's too: its produces schema applies.

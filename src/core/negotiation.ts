@@ -48,6 +48,8 @@ export const NEGOTIATION_CODES = [
   'resource_not_found',
   'resource_exists',
   'resource_too_large',
+  // A transaction's operation with a stale ifMatch (M6, data-tool/apply-batch).
+  'precondition_failed',
   'tool_error',
   // Approvals: a retry carrying an approvalId.
   'approval_not_found',

@@ -15,6 +15,8 @@
 import { AppError, TransactionAbortedError } from './errors';
 import type { Transaction, UnitOfWork } from './ports';
 import { queryPage } from './resource-query';
+import { applyOperations, checkOperations, wroteBefore } from './resource-batch';
+import type { CheckedOperation } from './transaction-operations';
 import { assertResourceName, type ResourceService, ttlSecondsOf } from './resource-service';
 import type {
   Resource,
@@ -54,6 +56,7 @@ export interface SharedContextOptions {
 /** The SharedContext a tool is given. */
 export class ConversationSharedContext implements SharedContext {
   private conflict = false;
+  private failedBatch: ToolError | undefined;
 
   constructor(private readonly o: SharedContextOptions) {}
 
@@ -137,9 +140,48 @@ export class ConversationSharedContext implements SharedContext {
     return this.track(this.o.resources.store.delete(this.o.conversationId, name, undefined, await this.writer()));
   }
 
-  // M6 (issue 23): placeholders until the transaction and query work lands.
-  transaction(_operations: TransactionOperation[]): Promise<(Resource | null)[]> {
-    return Promise.reject(new Error('transaction: not built yet'));
+  /**
+   * A transaction's operations in the action's unit of work (resource-batch.ts).
+   * A failure after some operations wrote is kept (batchFailure): the action
+   * then fails with it, so a tool that catches it cannot commit half a batch.
+   */
+  async transaction(operations: TransactionOperation[]): Promise<(Resource | null)[]> {
+    const checked = checkOperations(operations);
+    this.checkProducts(checked);
+    const { resources } = this.o;
+    const batch = { conversationId: this.o.conversationId, by: this.o.toolName, operations: checked };
+    try {
+      const tx = await this.writer();
+      const applied = await this.track(
+        applyOperations({ store: resources.store, encode: (d) => resources.encode(d) }, batch, tx),
+      );
+      return applied.results;
+    } catch (err) {
+      if (err instanceof ToolError && err.index !== undefined && wroteBefore(checked, err.index)) {
+        this.failedBatch ??= err;
+      }
+      throw err;
+    }
+  }
+
+  /** The action's `produces` schemas over a batch's writes, before any is sent (the failing one's index named). */
+  private checkProducts(operations: readonly CheckedOperation[]): void {
+    const check = this.o.produces;
+    if (!check) return;
+    operations.forEach((op, index) => {
+      if (op.op !== 'create' && op.op !== 'update') return;
+      try {
+        check(op.name, op.data);
+      } catch (err) {
+        if (!(err instanceof ToolError)) throw err;
+        throw new ToolError(err.code, `operations/${index}: ${err.message}`, index);
+      }
+    });
+  }
+
+  /** A transaction that failed after writing part of itself: the action must not commit. */
+  get batchFailure(): ToolError | undefined {
+    return this.failedBatch;
   }
 
   /**

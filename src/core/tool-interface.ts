@@ -66,7 +66,8 @@ export interface Resource {
  *   is about to change.
  *
  * Failures are thrown as `ToolError` with codes `resource_not_found`,
- * `resource_exists`, `resource_too_large` or `invalid_args` (bad name).
+ * `resource_exists`, `resource_too_large` or `invalid_args` (bad name), and
+ * from `transaction` also `precondition_failed` (a stale `ifMatch`).
  */
 export interface SharedContext {
   createResource(name: string, data: unknown, options?: WriteOptions): Promise<Resource>;
@@ -77,8 +78,13 @@ export interface SharedContext {
   deleteResource(name: string): Promise<boolean>;
   /**
    * All or nothing (API.md, "Shared context, M6"): one result per operation
-   * (null for `delete`, the resource for the others). A failing operation
-   * throws a ToolError whose `index` names it; nothing is written.
+   * (null for `delete`, the resource for the others), applied in order in the
+   * action's unit of work, every resource named locked first in name order.
+   * A failing operation throws a ToolError whose `index` names it (message
+   * `operations/K: …`), and the action's writes roll back: when operations
+   * before it had written, the action fails with that error even if the tool
+   * catches it (a failure before any write leaves the action free to go on).
+   * Write-level actions only.
    */
   transaction(operations: TransactionOperation[]): Promise<(Resource | null)[]>;
   /** A filtered, sorted page (SQL/JSON path `filter` over `data`). */
@@ -183,6 +189,8 @@ export const TOOL_ERROR_CODES = [
   'resource_exists',
   'resource_too_large',
   'invalid_args',
+  /** A transaction's operation whose `ifMatch` is not the resource's version. */
+  'precondition_failed',
 ] as const;
 export type ToolErrorCode = (typeof TOOL_ERROR_CODES)[number];
 
@@ -194,6 +202,8 @@ export class ToolError extends Error {
   constructor(
     public readonly code: ToolErrorCode,
     message: string,
+    /** A transaction's failing operation: its position in the list, from 0 (the message starts `operations/K: `). */
+    public readonly index?: number,
   ) {
     super(message);
     this.name = 'ToolError';
@@ -324,6 +334,9 @@ export const sdk: ToolSdk = { z, defineTool, defineAction, BaseTool, ToolError }
 
 /** JSON text with object keys sorted, no whitespace: equal values give equal text (the service's own, canonical-json.ts). */
 export { canonicalJson } from './canonical-json';
+
+/** The schema of a transaction's operations (transaction-operations.ts), for a tool's input. */
+export { MAX_TRANSACTION_OPERATIONS, ZTransactionOperation, ZTransactionOperations } from './transaction-operations';
 
 /** Resource names as the API defines them (resource-names.ts), for tools that check names themselves. */
 export { ID_PATTERN as RESOURCE_NAME_PATTERN, isValidId } from './resource-names';

@@ -110,6 +110,22 @@ export class SqlResourceStore implements ResourceStore {
     return rows[0] ? toResource(rows[0]) : undefined;
   }
 
+  /**
+   * LockRows sits above the sort in this plan: rows are locked in the order
+   * returned, bytewise by name, the same for every caller. Expired rows are
+   * locked too (a create in the batch replaces them) but not returned.
+   */
+  async lockAll(conversationId: string, names: string[], tx: Transaction): Promise<Resource[]> {
+    const { rows } = await prepared<ResourceRow & { live: boolean }>(
+      clientOf(tx),
+      'resource_lock_all',
+      `SELECT ${COLUMNS}, ${LIVE} AS live FROM resources WHERE conversation_id = $1 AND name = ANY($2::text[])
+       ORDER BY name COLLATE "C" FOR UPDATE`,
+      [conversationId, names],
+    );
+    return rows.filter((row) => row.live).map(toResource);
+  }
+
   async create(
     conversationId: string,
     name: string,

@@ -16,6 +16,7 @@ export const NEGOTIATION_STATUS: Record<NegotiationCode, number> = {
   resource_not_found: 404,
   resource_exists: 409,
   resource_too_large: 413,
+  precondition_failed: 412,
   tool_error: 500,
   approval_not_found: 404,
   approval_mismatch: 409,

@@ -28,6 +28,28 @@ export interface OpenApiDocument {
   components?: { schemas?: Record<string, Schema> };
 }
 
+/**
+ * The values of a union of single literals, from tsoa's dump of it
+ * ("Could not match the union … should be one of the following; ['create'] …"),
+ * when every member it tried was one literal: a nested field's enum (a
+ * transaction operation's `op`), which enumOf does not reach.
+ */
+function literalsOf(message: string): string[] | undefined {
+  if (!message.startsWith('Could not match the union')) return undefined;
+  const values = [...message.matchAll(/should be one of the following; \['([^'\]]*)'\]/g)].map((m) => m[1]!);
+  return values.length > 0 ? [...new Set(values)] : undefined;
+}
+
+/**
+ * A transaction's operation (POST …/transactions), named as its other
+ * refusals name it (API.md): `/operations/K`, the field first in the message.
+ */
+function operationError(path: string, message: string): FieldError | undefined {
+  const m = /^operations\.\$(\d+)(?:\.(.+))?$/.exec(path);
+  if (!m) return undefined;
+  return { path: `/operations/${m[1]}`, message: m[2] ? `${m[2]}: ${message}` : message };
+}
+
 export class ParameterErrors {
   constructor(private readonly spec: OpenApiDocument) {}
 
@@ -40,8 +62,9 @@ export class ParameterErrors {
     const operation = routePath === undefined ? undefined : this.operation(method, routePath);
     return Object.entries(err.fields).map(([key, f]) => {
       const path = key.replace(/^(requestBody|body)\.?/, '') || 'body';
-      const allowed = operation && this.enumOf(operation, key);
-      return { path, message: allowed ? `must be one of ${allowed.map(String).join(', ')}` : f.message };
+      const allowed = (operation && this.enumOf(operation, key)) ?? literalsOf(f.message);
+      const message = allowed ? `must be one of ${allowed.map(String).join(', ')}` : f.message;
+      return operationError(path, message) ?? { path, message };
     });
   }
 

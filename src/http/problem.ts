@@ -80,6 +80,11 @@ export function problemOf(code: ProblemCode, detail: string, errors?: FieldError
 export function toolErrorProblem(err: ToolError): AppError {
   const status = NEGOTIATION_STATUS[err.code];
   const code = (Object.keys(PROBLEM_STATUS) as ProblemCode[]).find((c) => PROBLEM_STATUS[c] === status) ?? 'internal';
+  // A transaction's failing operation: its JSON pointer in the body (API.md, Transactions).
+  if (err.index !== undefined) {
+    const message = err.message.replace(/^operations\/\d+: /, '');
+    return new AppError(code, err.message, [{ path: `/operations/${err.index}`, message }]);
+  }
   if (code !== 'validation_failed') return new AppError(code, err.message);
   const field = /^([^\s:]+): /.exec(err.message)?.[1];
   return new AppError(code, err.message, field !== undefined ? [{ path: field, message: err.message }] : undefined);

@@ -83,6 +83,8 @@ describe('db:migrate', () => {
       'permission_history',
       'resources',
       'service_settings',
+      'subscription_cursor',
+      'subscription_deliveries',
       'tool_permissions',
       'webhook_attempts',
       'webhook_deliveries',

@@ -71,6 +71,9 @@ function sampleBody(method: string, template: string): object {
     'POST /conversations/{id}/agent-keys': () => ({}),
     'PUT /conversations/{id}/permissions/{tool}': () => ({ level: 1 }),
     'PUT /conversations/{id}/resources/{name}': () => ({ data: 1 }),
+    'POST /conversations/{id}/transactions': () => ({
+      operations: [{ op: 'create', name: uniqueId('truth-tx'), data: 1, ttlSeconds: 60 }],
+    }),
     'POST /conversations/{conversationId}/negotiate': () => ({ action: 'list-tools' }),
     'POST /conversations/{id}/approvals/{approvalId}/approve': () => ({ scope: 'once' }),
     'POST /conversations/{id}/approvals/{approvalId}/reject': () => ({}),
@@ -285,6 +288,7 @@ describe('the validator reads every keyword the spec uses', () => {
       for (const key of ['items', 'not', 'additionalProperties'] as const) walk(schema[key], `${at}.${key}`);
       for (const [name, child] of Object.entries(schema.properties ?? {})) walk(child, `${at}.${name}`);
       walk(schema.anyOf, `${at}.anyOf`);
+      walk(schema.allOf, `${at}.allOf`);
     };
     for (const [name, schema] of Object.entries(spec.components.schemas)) walk(schema, name);
     for (const o of operations) for (const p of o.op.parameters ?? []) walk(p.schema, `${o.path} ${p.name}`);

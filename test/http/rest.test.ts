@@ -612,6 +612,7 @@ describe('tools', () => {
     'data-tool/update-resource': 2,
     'data-tool/list-resources': 1,
     'data-tool/delete-resource': 2,
+    'data-tool/apply-batch': 2,
     'transform-tool/transform-resource': 2,
     'analytics-tool/summarize-resource': 1,
     'analytics-tool/count-resources': 1,

@@ -31,13 +31,16 @@ const REPORT_TOOL = `module.exports = ({ defineTool, defineAction, z }) => defin
   name: 'report-tool', version: '1.0.0', description: 'Reports built from sales',
   actions: {
     'build-report': defineAction({ description: 'Builds report-{id} from sales-{id}', level: 2,
-      input: z.object({ id: z.string(), bad: z.boolean().optional() }),
+      input: z.object({ id: z.string(), bad: z.boolean().optional(), batch: z.boolean().optional() }),
       requires: [{ resource: 'sales-{id}', createdBy: 'data-tool', schema: z.object({ amounts: z.array(z.number()) }) }],
       produces: [{ resource: 'report-{id}', schema: z.object({ total: z.number() }) }],
-      handler: async ({ id, bad }, ctx) => {
+      handler: async ({ id, bad, batch }, ctx) => {
         const sales = await ctx.sharedContext.getResource('sales-' + id);
         const total = sales.data.amounts.reduce((a, b) => a + b, 0);
-        return ctx.sharedContext.createResource('report-' + id, bad ? { total: String(total) } : { total });
+        const data = bad ? { total: String(total) } : { total };
+        if (!batch) return ctx.sharedContext.createResource('report-' + id, data);
+        const ops = [{ op: 'create', name: 'note-' + id, data: {} }, { op: 'create', name: 'report-' + id, data }];
+        return (await ctx.sharedContext.transaction(ops))[1];
       } }),
     total: defineAction({ description: 'A total, for saveAs', level: 1, input: z.object({ id: z.string() }),
       produces: [{ resource: 'total-{id}', schema: z.object({ total: z.number() }) }],
@@ -202,6 +205,19 @@ describe('produces', () => {
     const res = await negotiate(id, { action: 'report-tool/build-report', args: { id: 'q2', bad: true } }).expect(500);
     expect(res.body.code).toBe('tool_error');
     await request(t.app).get(`/conversations/${id}/resources/report-q2`).expect(404);
+  });
+
+  it('holds inside a transaction: nothing of the batch is written', async () => {
+    const id = await conversation('report-tool');
+    await negotiate(id, { action: 'data-tool/create-resource', args: { name: 'sales-q3', data: { amounts: [1] } } });
+    const build = (bad: boolean): supertest.Test =>
+      negotiate(id, { action: 'report-tool/build-report', args: { id: 'q3', bad, batch: true } });
+    const res = await build(true).expect(500);
+    expect(res.body.code).toBe('tool_error');
+    await request(t.app).get(`/conversations/${id}/resources/note-q3`).expect(404);
+    await request(t.app).get(`/conversations/${id}/resources/report-q3`).expect(404);
+    await build(false).expect(200);
+    await request(t.app).get(`/conversations/${id}/resources/report-q3`).expect(200);
   });
 });
 

@@ -19,12 +19,15 @@ export interface Schema {
   maxLength?: number;
   minimum?: number;
   maximum?: number;
+  minItems?: number;
   maxItems?: number;
   properties?: Record<string, Schema>;
   required?: string[];
   additionalProperties?: boolean | Schema;
   items?: Schema;
   anyOf?: Schema[];
+  /** Every member holds (tsoa writes a nullable reference as `{ allOf: [$ref], nullable: true }`). */
+  allOf?: Schema[];
   not?: Schema;
   nullable?: boolean;
   description?: string;
@@ -117,12 +120,14 @@ const KNOWN = new Set([
   'maxLength',
   'minimum',
   'maximum',
+  'minItems',
   'maxItems',
   'properties',
   'required',
   'additionalProperties',
   'items',
   'anyOf',
+  'allOf',
   'not',
   'nullable',
   // Annotations: they constrain nothing.
@@ -179,6 +184,7 @@ export function invalidity(schema: Schema, value: unknown, at = 'body'): string 
     if (schema.maximum !== undefined && value > schema.maximum) return `${at}: maximum`;
   }
   if (Array.isArray(value)) {
+    if (schema.minItems !== undefined && value.length < schema.minItems) return `${at}: minItems`;
     if (schema.maxItems !== undefined && value.length > schema.maxItems) return `${at}: maxItems`;
     if (schema.items) {
       for (const [i, item] of value.entries()) {
@@ -204,6 +210,13 @@ export function invalidity(schema: Schema, value: unknown, at = 'body'): string 
     }
   }
   if (schema.anyOf && schema.anyOf.every((s) => invalidity(s, value, at) !== undefined)) return `${at}: anyOf`;
+  // A null where the schema is nullable is valid before its members are asked (OpenAPI 3.0).
+  if (schema.allOf && !(value === null && schema.nullable === true)) {
+    for (const member of schema.allOf) {
+      const why = invalidity(member, value, at);
+      if (why) return why;
+    }
+  }
   if (schema.not && invalidity(schema.not, value, at) === undefined) return `${at}: not`;
   return undefined;
 }

@@ -18,6 +18,8 @@ const API_MD: Record<NegotiationCode, number> = {
   resource_not_found: 404,
   resource_exists: 409,
   resource_too_large: 413,
+  // M6 transactions: an operation's stale ifMatch (as REST's precondition_failed).
+  precondition_failed: 412,
   tool_error: 500,
   // Approvals: a retry with an approvalId (unknown → 404; the name follows resource_not_found).
   approval_not_found: 404,

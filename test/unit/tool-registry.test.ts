@@ -76,6 +76,7 @@ const EXPECTED_LEVELS: Record<string, number> = {
   'analytics-tool/summarize-resource': 1,
   'calculator/add': 1,
   'calculator/multiply': 1,
+  'data-tool/apply-batch': 2,
   'data-tool/create-resource': 2,
   'data-tool/delete-resource': 2,
   'data-tool/list-resources': 1,

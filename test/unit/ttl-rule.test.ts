@@ -18,12 +18,14 @@ it('is the range API.md states: 1 to 31,536,000 seconds', () => {
   expect(TTL_MAX_SECONDS).toBe(31_536_000);
 });
 
-it("PUT's ttlSeconds in the spec is the same rule", () => {
-  expect(spec.components.schemas.PutResourceBody!.properties.ttlSeconds).toMatchObject({
-    type: 'integer',
-    minimum: 1,
-    maximum: TTL_MAX_SECONDS,
-  });
+it("PUT's ttlSeconds in the spec is the same rule, and a transaction operation's", () => {
+  for (const body of ['PutResourceBody', 'TransactionOperationBody']) {
+    expect(spec.components.schemas[body]!.properties.ttlSeconds).toMatchObject({
+      type: 'integer',
+      minimum: 1,
+      maximum: TTL_MAX_SECONDS,
+    });
+  }
 });
 
 const cases: Array<[unknown, boolean]> = [

@@ -11,6 +11,8 @@ export type AuditEvent =
   /** Webhooks, in the system chain (their conversation's when they have one): names only, never the secret. */
   | 'webhook.created'
   | 'webhook.deleted'
+  /** A committed POST …/transactions: `action` lists `op:name@version` per operation, never the data. */
+  | 'resources.transaction'
   | 'conversation.created'
   | 'conversation.deleted'
   | 'approval.requested'

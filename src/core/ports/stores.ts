@@ -79,6 +79,12 @@ export interface ResourceStore {
   get(conversationId: string, name: string, tx?: Transaction): Promise<Resource | undefined>;
   /** The same read, locking the row until `tx` ends (a read-modify-write's read). */
   getForUpdate(conversationId: string, name: string, tx: Transaction): Promise<Resource | undefined>;
+  /**
+   * Locks the existing resources among `names` until `tx` ends, in name order
+   * (so that transactions over overlapping names wait for each other rather
+   * than deadlock: src/core/resource-batch.ts), and returns them.
+   */
+  lockAll(conversationId: string, names: string[], tx: Transaction): Promise<Resource[]>;
   /** undefined when the name is taken. `json` is the data's JSON text. */
   create(
     conversationId: string,

@@ -18,6 +18,7 @@ import {
   isToolErrorCode,
   type ResourceQuery,
   type SharedContext,
+  type TransactionOperation,
   type ToolContext,
   type ToolLogger,
   type WriteOptions,
@@ -91,14 +92,27 @@ function invoke(shared: SharedContext, method: CtxMethod, args: unknown[]): Prom
     case 'queryResources':
       // Whatever the worker sent: the shared context checks every field of the query.
       return shared.queryResources(name as ResourceQuery);
+    case 'transaction':
+      // The operations as the worker sent them: the context checks them (checkOperations).
+      return shared.transaction(name as TransactionOperation[]);
     default:
       return Promise.reject(new Error(`No shared-context method ${String(method)}`));
   }
 }
 
+/** An index a worker sent: a tool may send anything, only a position is kept. */
+function wireIndex(index: unknown): number | undefined {
+  return Number.isSafeInteger(index) && (index as number) >= 0 ? (index as number) : undefined;
+}
+
+/** A ToolError as it crosses to the worker (or back): its code, message and operation index. */
+function toolErrorWire(err: ToolError): WireError {
+  return { code: err.code, message: err.message, ...(err.index !== undefined ? { index: err.index } : {}) };
+}
+
 /** A worker's error: a ToolError only with one of ToolError's codes (a tool may send any string), else a tool_error. */
 function fromWire(err: WireError | undefined): Error {
-  if (isToolErrorCode(err?.code)) return new ToolError(err.code, err.message);
+  if (isToolErrorCode(err?.code)) return new ToolError(err.code, err.message, wireIndex(err.index));
   const failure = new Error(err?.message ?? 'the tool failed');
   // The tool's own stack is what its author needs in the log; the host's would only show this file.
   if (err?.stack) failure.stack = err.stack;
@@ -323,8 +337,7 @@ export class ToolHost {
       reply = { type: 'ctx-reply', seq, ok: true, value: await invoke(p.ctx.sharedContext, method, args) };
     } catch (err) {
       if (p && !(err instanceof ToolError)) p.contextError = err;
-      const error: WireError =
-        err instanceof ToolError ? { code: err.code, message: err.message } : { message: errorMessage(err) };
+      const error: WireError = err instanceof ToolError ? toolErrorWire(err) : { message: errorMessage(err) };
       reply = { type: 'ctx-reply', seq, ok: false, error };
     }
     // A worker already terminated cannot take the answer; its call has been answered as failed.

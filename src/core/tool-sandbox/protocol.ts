@@ -33,6 +33,8 @@ export interface ToolMeta {
 export interface WireError {
   code?: ToolErrorCode;
   message: string;
+  /** A transaction's failing operation (ToolError.index). */
+  index?: number;
   /** The worker-side stack of an unexpected error: for the service's log only, never for a response. */
   stack?: string;
   /** The tool passed on (or wrapped) an error a shared-context call failed with: the service's trouble. */
@@ -47,6 +49,7 @@ export const CTX_METHODS = [
   'listResources',
   'deleteResource',
   'queryResources',
+  'transaction',
 ] as const;
 export type CtxMethod = (typeof CTX_METHODS)[number];
 

@@ -39,7 +39,9 @@ function fromContext(err: unknown): boolean {
 }
 
 function toWire(err: unknown): WireError {
-  if (err instanceof ToolError) return { code: err.code, message: err.message };
+  if (err instanceof ToolError) {
+    return { code: err.code, message: err.message, ...(err.index !== undefined ? { index: err.index } : {}) };
+  }
   return {
     message: errorMessage(err),
     ...(err instanceof Error && err.stack ? { stack: err.stack } : {}),
@@ -49,7 +51,7 @@ function toWire(err: unknown): WireError {
 
 /** A host answer back into what the tool would have seen in-process: a ToolError keeps its class. */
 function fromWire(err: WireError): Error {
-  if (err.code) return new ToolError(err.code, err.message);
+  if (err.code) return new ToolError(err.code, err.message, err.index);
   const failure = new Error(err.message);
   contextFailures.add(failure);
   return failure;

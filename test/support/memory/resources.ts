@@ -35,6 +35,12 @@ export class MemoryResourceStore implements ResourceStore {
     return this.get(conversationId, name, tx);
   }
 
+  lockAll(conversationId: string, names: string[], tx: Transaction): Promise<Resource[]> {
+    return Promise.resolve(
+      this.db.statement(tx, () => [...names].sort().flatMap((name) => this.live(conversationId, name) ?? [])),
+    );
+  }
+
   create(
     conversationId: string,
     name: string,
