@@ -215,6 +215,8 @@ describe.each(ways)('a 2025-era upstream, %s', (_way, directCalls) => {
     const error = await call(tool);
     expect(error).toBeInstanceOf(UpstreamUnavailableError);
     expect((error as Error).message).toBe(`Participant scripted is unavailable: ${reason}`);
+    expect((error as Error).cause).toBeUndefined();
+    expect(String((error as Error).stack)).not.toContain('direct-secret-marker');
   });
 
   // The SDK client reports these outside the request and waits for its timeout; the direct way fails at once.
@@ -241,6 +243,17 @@ describe.each(ways)('a 2025-era upstream, %s', (_way, directCalls) => {
       errorMessage: "Participant scripted's tool http400 was refused upstream (HTTP 400)",
     });
     expect(logger.text()).not.toContain('direct-secret-marker');
+  });
+
+  it("a call with an owner's headers sends those, on that header set's own session", async () => {
+    const owner = 'Bearer owner-secret-marker-0e3d';
+    const result = await connector.call('echo', { message: 'hi' }, { ...opts, headers: { Authorization: owner } });
+    expect(result.output).toEqual({
+      content: [{ type: 'text', text: 'you sent authorization=[redacted] {"message":"hi"}' }],
+    });
+    const sent = upstream.requests.at(-1)!;
+    expect(sent.headers.authorization).toBe(owner);
+    expect(typeof sent.body.id).toBe(directCalls ? 'string' : 'number');
   });
 
   it('a redirect is left to the guarded fetch, which refuses one towards a metadata address', async () => {
@@ -272,6 +285,43 @@ describe.each(ways)('a 2025-era upstream, %s', (_way, directCalls) => {
     );
     stop.abort();
     expect(await pending).toBeInstanceOf(UpstreamTimeoutError);
+  });
+});
+
+describe.each(ways)('a name that comes to resolve to a metadata address, %s', (_way, directCalls) => {
+  it('is refused when the next connection is made, before anything is sent', async () => {
+    const upstream = await scripted(calls);
+    let address = '127.0.0.1';
+    const guarded = createGuardedFetch({ allowedHosts: [], lookup: () => Promise.resolve([{ address, family: 4 }]) });
+    const port = new URL(upstream.url).port;
+    const connector = createMcpHttpConnector({
+      participant: 'renamed',
+      url: `http://upstream.test:${port}/mcp`,
+      fetch: guarded,
+      logger: memoryLogger(),
+      directCalls,
+    });
+    try {
+      await connector.listTools();
+      expect(await connector.call('echo', {}, opts)).toMatchObject({ isError: false });
+      address = '169.254.169.254';
+      upstream.server.closeIdleConnections();
+      // The pool's stats are a snapshot each time they are read.
+      const pool = guarded.dispatcher as unknown as { stats: Record<string, { connected: number } | undefined> };
+      await waitFor(
+        'the pool saw its connections closed',
+        () => !pool.stats[`http://upstream.test:${port}`]?.connected,
+      );
+      const sent = upstream.requests.length;
+      const error = await outcomeOf(connector.call('echo', {}, opts));
+      expect(error).toBeInstanceOf(UpstreamUnavailableError);
+      expect((error as Error).message).toMatch(/address refused: upstream\.test resolves to a link-local/);
+      expect(upstream.requests.length).toBe(sent);
+    } finally {
+      await connector.close();
+      await guarded.close();
+      await upstream.close();
+    }
   });
 });
 
