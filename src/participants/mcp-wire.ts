@@ -101,9 +101,10 @@ export function sseResponse(body: Readable, id: string): Promise<Message> {
         fail(error);
       }
     });
-    body.on('end', () =>
-      fail(new SdkError(SdkErrorCode.ConnectionClosed, 'The response stream ended without an answer')),
-    );
+    body.on('end', () => {
+      // Not made when the answer came first: an error's stack costs more than the whole parse.
+      if (!settled) fail(new SdkError(SdkErrorCode.ConnectionClosed, 'The response stream ended without an answer'));
+    });
     body.on('error', fail);
   });
 }
