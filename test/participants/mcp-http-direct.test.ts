@@ -12,6 +12,8 @@ import { toNodeHandler } from '@modelcontextprotocol/node';
 import { z } from 'zod';
 import { createGuardedFetch, type GuardedFetch } from '../../src/participants/address-rules';
 import { createMcpHttpConnector } from '../../src/participants/mcp-upstream';
+import { makeConnector } from '../../src/participants/participant-connectors';
+import type { ParticipantRecord } from '../../src/participants/participant-records';
 import { UpstreamTimeoutError, UpstreamUnavailableError } from '../../src/participants/upstream';
 import { waitFor } from '../support/poll';
 import { startLegacySessionServer } from './support/http-upstreams';
@@ -435,6 +437,33 @@ describe.each(ways)('a 2026-07-28 upstream, %s', (_way, directCalls) => {
       await waitFor('the upstream saw the cancellation', () => upstream.cancelled() > before, 10_000);
     } finally {
       await connector.close();
+      await upstream.close();
+    }
+  });
+});
+
+describe("the service's mcp-http connector (makeConnector)", () => {
+  it('calls directly on the guarded fetch the service passes, and through the SDK client on a fetch of its own', async () => {
+    const upstream = await scripted(calls);
+    const guarded = createGuardedFetch({ allowedHosts: [] });
+    const record = { name: 'made', transport: 'mcp-http', config: { url: upstream.url } } as ParticipantRecord;
+    const ownFetch: typeof fetch = (input, init) => fetch(input, init);
+    try {
+      for (const [fetchOf, expected] of [
+        [guarded, 'string'],
+        [ownFetch, 'number'],
+      ] as const) {
+        const connector = makeConnector(record, { headers: {}, env: {} }, { fetch: fetchOf, logger: memoryLogger() });
+        try {
+          await connector.listTools();
+          expect(await connector.call('echo', {}, opts)).toMatchObject({ isError: false });
+          expect(typeof upstream.requests.at(-1)!.body.id).toBe(expected);
+        } finally {
+          await connector.close();
+        }
+      }
+    } finally {
+      await guarded.close();
       await upstream.close();
     }
   });
