@@ -81,7 +81,7 @@ export function sseResponse(body: Readable, id: string): Promise<Message> {
   return new Promise((resolve, reject) => {
     const reader = new SseReader();
     let settled = false;
-    const fail = (error: unknown): void => {
+    const fail = (error: Error): void => {
       if (settled) return;
       settled = true;
       reject(error);
@@ -98,7 +98,8 @@ export function sseResponse(body: Readable, id: string): Promise<Message> {
         }
       } catch (error) {
         body.destroy();
-        fail(error);
+        // JSON.parse's SyntaxError (the only throw here).
+        fail(error as Error);
       }
     });
     body.on('end', () => {
