@@ -78,9 +78,19 @@ function startUpstream(port: number): Promise<ChildProcess> {
   });
 }
 
+/**
+ * fetch with a signal of each request's own that follows the transport's: the
+ * SDK transport hands its one long-lived signal to every request, and fetch's
+ * abort listeners on it pile up until a garbage collection (undici's
+ * MaxListenersExceededWarning in this process, and CPU on the direct side's
+ * account; the service does the same in src/participants/request-signal.ts).
+ */
+const ownSignalFetch: typeof fetch = (input, init) =>
+  fetch(input, init?.signal ? { ...init, signal: AbortSignal.any([init.signal]) } : init);
+
 async function directClient(url: string): Promise<Client> {
   const client = new Client({ name: 'bench-direct', version: '1' });
-  await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+  await client.connect(new StreamableHTTPClientTransport(new URL(url), { fetch: ownSignalFetch }));
   return client;
 }
 

@@ -27,7 +27,7 @@
 import { promises as dns } from 'node:dns';
 import type { LookupAddress } from 'node:dns';
 import ipaddr from 'ipaddr.js';
-import { Agent, fetch as undiciFetch } from 'undici';
+import { Agent, type Dispatcher, fetch as undiciFetch } from 'undici';
 import { followSignal } from './request-signal';
 import { UpstreamUnavailableError } from './upstream';
 
@@ -104,8 +104,18 @@ export interface GuardedFetchOptions {
   lookup?: HostLookup;
 }
 
-/** A fetch bound to its own connection pool; `close()` ends the pool's connections. */
-export type GuardedFetch = typeof fetch & { close(): Promise<void> };
+/**
+ * A fetch bound to its own connection pool; `close()` ends the pool's connections.
+ * `dispatcher` and `checkUrl` are for a request made without fetch (undici's
+ * dispatcher API, the mcp-http hot path): the same pool, whose connections
+ * check the addresses a name resolves to, and the same URL rules, which the
+ * caller applies before sending (it follows no redirect itself).
+ */
+export type GuardedFetch = typeof fetch & {
+  close(): Promise<void>;
+  readonly dispatcher: Dispatcher;
+  checkUrl(url: string): AddressCheck;
+};
 
 const DEFAULT_MAX_REDIRECTS = 5;
 
@@ -138,7 +148,11 @@ export function createGuardedFetch(options: GuardedFetchOptions): GuardedFetch {
       request = nextHop(request, response.status, new URL(location, checked.url));
     }
   };
-  return Object.assign(guarded, { close: () => agent.close() });
+  return Object.assign(guarded, {
+    close: () => agent.close(),
+    dispatcher: agent,
+    checkUrl: (url: string) => checkUpstreamUrl(url, allowedHosts),
+  });
 }
 
 const HOST_NAME_RE = /^(?=.{1,253}$)[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?(\.[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?)*$/;

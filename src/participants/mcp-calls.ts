@@ -27,14 +27,18 @@ function timedOut(participant: string, tool: string): UpstreamTimeoutError {
 
 export async function callThrough(
   connection: McpConnection,
-  call: { tool: string; args: Record<string, unknown>; options: UpstreamCallOptions },
+  call: { tool: string; args: Record<string, unknown>; options: UpstreamCallOptions; direct?: boolean },
   where: CallWhere,
 ): Promise<UpstreamCallResult> {
   const { tool, args, options } = call;
   if (options.signal.aborted) throw timedOut(where.participant, tool);
   const at = { participant: where.participant, tool, redact: where.redact };
   try {
-    const result = await connection.callTool(tool, args, { signal: options.signal, timeoutMs: options.timeoutMs });
+    const result = await connection.callTool(tool, args, {
+      signal: options.signal,
+      timeoutMs: options.timeoutMs,
+      direct: call.direct === true,
+    });
     return callResultOf(result, at);
   } catch (error) {
     const failure = classify(error, false);

@@ -7,6 +7,9 @@
  * after it could not be reached (the next request initialises anew), or
  * when it was closed. Both transports (mcp-http,
  * mcp-stdio) use it; how a transport is made and what a close means is theirs.
+ * An mcp-http connection given a `direct` route sends the tools/call its
+ * caller marks `direct` without the SDK client (mcp-direct-call.ts), on what
+ * the client negotiated; the rest of the above applies to it the same.
  */
 import {
   Client,
@@ -16,6 +19,7 @@ import {
   type Transport,
 } from '@modelcontextprotocol/client';
 import type { ToolLogger } from '../core/tool-interface';
+import { callDirect, type DirectRoute, VIA_SDK, type WireSession } from './mcp-direct-call';
 import { classify, type McpFailure, unavailable } from './mcp-errors';
 import { type UpstreamInfo, UpstreamTimeoutError } from './upstream';
 
@@ -42,11 +46,15 @@ export interface McpConnectionOptions {
   onUnexpectedClose?: () => void;
   /** An error the transport reported outside any request (a stdio child's non-protocol stdout). */
   onTransportError?: (error: Error) => void;
+  /** mcp-http: where a direct tools/call goes (the connection's URL, headers and guarded pool). */
+  direct?: DirectRoute;
 }
 
 export interface CallOptions {
   signal: AbortSignal;
   timeoutMs: number;
+  /** Sent without the SDK client when the connection has a direct route (the tool qualifies: mcp-upstream.ts). */
+  direct?: boolean;
 }
 
 /** Where a failure is reported from: names the participant, never the SDK's message. */
@@ -58,6 +66,9 @@ export class McpConnection {
   private lastInfo: UpstreamInfo = {};
   /** Clients dropped because the upstream forgot their session: their calls in flight are retried, not failed. */
   private readonly sessionLost = new WeakSet<Client>();
+  /** What each client negotiated, for the direct path; none: that client's calls go through it. */
+  private readonly wires = new WeakMap<Client, WireSession>();
+  private directIds = 0;
 
   constructor(private readonly options: McpConnectionOptions) {}
 
@@ -129,6 +140,8 @@ export class McpConnection {
     connected = true;
     this.client = client;
     this.transport = transport;
+    const wire = this.options.direct ? wireOf(client, transport) : undefined;
+    if (wire) this.wires.set(client, wire);
     const server = client.getServerVersion();
     this.lastInfo = {
       protocolVersion: client.getNegotiatedProtocolVersion(),
@@ -184,12 +197,20 @@ export class McpConnection {
 
   /** tools/call; a timeout or an abort cancels the call upstream (the SDK sends notifications/cancelled or aborts its stream). */
   async callTool(name: string, args: Record<string, unknown>, options: CallOptions): Promise<CallToolResult> {
-    return this.request<CallToolResult>((c) =>
-      c.callTool(
+    return this.request<CallToolResult>(async (c) => {
+      const wire = options.direct ? this.wires.get(c) : undefined;
+      const route = this.options.direct;
+      if (wire && route) {
+        const id = `direct-${++this.directIds}`;
+        const { signal, timeoutMs } = options;
+        const result = await callDirect(route, wire, { id, tool: name, args, signal, timeoutMs });
+        if (result !== VIA_SDK) return result;
+      }
+      return c.callTool(
         { name, arguments: args },
         { signal: options.signal, timeout: options.timeoutMs, maxTotalTimeout: options.timeoutMs },
-      ),
-    );
+      );
+    });
   }
 
   /** The failure of a list or a call as what the participant service expects thrown. */
@@ -225,6 +246,23 @@ function connectReason(failure: McpFailure): string {
     default:
       return 'lost its session';
   }
+}
+
+/**
+ * What a connected client negotiated, for the direct path; undefined when
+ * the SDK does not say (then every call goes through the client). The
+ * 2026-07-28 envelope is the client's own (`_outboundMetaEnvelope`, what its
+ * requests carry), so it is what the SDK would send, whatever it holds.
+ */
+function wireOf(client: Client, transport: Transport): WireSession | undefined {
+  const era = client.getProtocolEra();
+  const protocolVersion = client.getNegotiatedProtocolVersion();
+  if (protocolVersion === undefined || (era !== 'modern' && era !== 'legacy')) return undefined;
+  const sessionId = sessionOf(transport);
+  if (era === 'legacy') return { era, protocolVersion, ...(sessionId !== undefined ? { sessionId } : {}) };
+  const envelope = (client as unknown as { _outboundMetaEnvelope?: () => unknown })._outboundMetaEnvelope?.call(client);
+  if (typeof envelope !== 'object' || envelope === null) return undefined;
+  return { era, protocolVersion, envelope: envelope as Record<string, unknown>, ...(sessionId ? { sessionId } : {}) };
 }
 
 function sessionOf(transport: Transport | undefined): string | undefined {

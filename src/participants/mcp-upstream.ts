@@ -9,9 +9,19 @@
  * header set (a session belongs to its credentials), reused by later calls
  * with the same set: a small cache keyed by a digest of the headers, the
  * least recently used closed beyond its bound.
+ *
+ * A listed tool with no outputSchema (the SDK client checks structuredContent
+ * against it) and no `x-mcp-header` parameters (sent as headers in
+ * 2026-07-28) is called without the SDK client once the connection is
+ * established (mcp-direct-call.ts), on the guarded fetch's pool; every other
+ * request, and every request when the connector was given a fetch of its
+ * own, goes through the SDK client.
  */
 import { StreamableHTTPClientTransport, type FetchLike, type Implementation } from '@modelcontextprotocol/client';
+import { type Dispatcher, getGlobalDispatcher } from 'undici';
 import { canonicalJson, sha256Hex } from '../core/canonical-json';
+import type { GuardedFetch } from './address-rules';
+import { type DirectRoute, plainHeaderValue } from './mcp-direct-call';
 import type { ToolLogger } from '../core/tool-interface';
 import { callThrough, type CallWhere, listThrough, notifyToolsChanged } from './mcp-calls';
 import { McpConnection } from './mcp-connection';
@@ -33,14 +43,45 @@ export interface McpHttpConnectorOptions {
   connectTimeoutMs?: number;
   /** tools/list, all pages. Default 30 s. */
   listTimeoutMs?: number;
+  /** Calls of the tools that qualify without the SDK client (mcp-direct-call.ts). Default true. */
+  directCalls?: boolean;
 }
 
 const DEFAULT_MAX_CREDENTIAL_CONNECTIONS = 32;
 
-function headerDigest(headers: Record<string, string>): string {
+type DirectPool = Pick<DirectRoute, 'dispatcher' | 'checkUrl'>;
+
+/**
+ * The pool direct calls go through: the guarded fetch's (its address checks
+ * with it), or undici's global one when the connector was given no fetch (the
+ * SDK client's default, unguarded, too); none for a fetch of the caller's own.
+ */
+function directPoolOf(options: McpHttpConnectorOptions): DirectPool | undefined {
+  if (options.directCalls === false) return undefined;
+  if (options.fetch === undefined) return { dispatcher: getGlobalDispatcher() };
+  const guarded = options.fetch as Partial<GuardedFetch>;
+  const dispatcher: Dispatcher | undefined = guarded.dispatcher;
+  if (dispatcher === undefined || guarded.checkUrl === undefined) return undefined;
+  return { dispatcher, checkUrl: guarded.checkUrl };
+}
+
+/** A listed tool the direct path can call as the SDK client would (see the header comment). */
+function callsDirectly(tool: UpstreamTool): boolean {
+  return (
+    tool.outputSchema === undefined &&
+    plainHeaderValue(tool.upstreamName) &&
+    !JSON.stringify(tool.inputSchema).includes('x-mcp-header')
+  );
+}
+
+function lowerCased(headers: Record<string, string>): Record<string, string> {
   const lower: Record<string, string> = {};
   for (const [k, v] of Object.entries(headers)) lower[k.toLowerCase()] = v;
-  return sha256Hex(canonicalJson(lower));
+  return lower;
+}
+
+function headerDigest(headers: Record<string, string>): string {
+  return sha256Hex(canonicalJson(lowerCased(headers)));
 }
 
 export function createMcpHttpConnector(options: McpHttpConnectorOptions): UpstreamConnector {
@@ -60,6 +101,9 @@ class McpHttpConnector implements UpstreamConnector {
   private readonly where: CallWhere;
   private readonly main: McpConnection;
   private readonly mainDigest: string;
+  private readonly directPool: DirectPool | undefined;
+  /** The tools of the last listing that qualify for direct calls. */
+  private directTools: ReadonlySet<string> = new Set();
 
   constructor(private readonly options: McpHttpConnectorOptions) {
     const { participant, logger } = options;
@@ -68,6 +112,7 @@ class McpHttpConnector implements UpstreamConnector {
     this.secrets = new Set(Object.values(options.headers ?? {}));
     this.redact = redactorOf(this.secrets);
     this.where = { participant, redact: (t: string) => this.redact(t) };
+    this.directPool = directPoolOf(options);
     this.main = this.connectionFor(options.headers ?? {}, () =>
       notifyToolsChanged(this.listeners, logger, participant),
     );
@@ -89,6 +134,7 @@ class McpHttpConnector implements UpstreamConnector {
       connectTimeoutMs: options.connectTimeoutMs,
       listTimeoutMs: options.listTimeoutMs,
       onToolsChanged,
+      ...(this.directPool ? { direct: { ...this.directPool, url, headers: lowerCased(headers) } } : {}),
       makeTransport: () =>
         new StreamableHTTPClientTransport(url, {
           requestInit: { headers: { ...headers } },
@@ -133,13 +179,16 @@ class McpHttpConnector implements UpstreamConnector {
     }
   }
 
-  listTools(): Promise<UpstreamTool[]> {
-    return listThrough(this.main, this.where);
+  async listTools(): Promise<UpstreamTool[]> {
+    const tools = await listThrough(this.main, this.where);
+    this.directTools = new Set(tools.filter(callsDirectly).map((t) => t.upstreamName));
+    return tools;
   }
 
   call(upstreamName: string, args: Record<string, unknown>, callOptions: UpstreamCallOptions) {
     const connection = this.connectionForCall(callOptions.headers);
-    return callThrough(connection, { tool: upstreamName, args, options: callOptions }, this.where);
+    const direct = this.directTools.has(upstreamName);
+    return callThrough(connection, { tool: upstreamName, args, options: callOptions, direct }, this.where);
   }
 
   onToolsChanged(listener: () => void): void {
