@@ -76,6 +76,8 @@ export class EventFeed {
   private lastPurge = 0;
   private held = false;
   private closed = false;
+  /** Counts ensureStarted's starts: a start that finishes after a newer one (or a stop) does nothing. */
+  private starts = 0;
   /** Subscribers by the index that finds them: `conv:ID`, `admin`, `user:SUBJECT`. */
   private readonly index = new Map<string, Set<Subscriber>>();
   private subscribers = 0;
@@ -177,12 +179,17 @@ export class EventFeed {
 
   private ensureStarted(): Promise<void> {
     if (this.closed) return Promise.reject(new Error('the event feed is closed'));
-    this.started ??= (async () => {
+    if (this.started) return this.started;
+    const generation = ++this.starts;
+    this.started = (async () => {
       this.position = await this.log.head();
+      // Stopped (or closed, or stopped and started again) while the head was read: wake-ups
+      // started now would run on with nobody to stop them.
+      if (this.started === undefined || generation !== this.starts) return;
       this.wakeups?.start(() => this.wake());
       this.schedule(this.opts.pollMs);
     })().catch((err: unknown) => {
-      this.started = undefined;
+      if (generation === this.starts) this.started = undefined;
       throw err;
     });
     return this.started;

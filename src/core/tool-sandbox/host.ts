@@ -266,17 +266,22 @@ export class ToolHost {
           fail(m.reason);
         } else this.onMessage(worker, m);
       });
+      // A loaded worker that ends on its own during a call (a tool's uncaught exception, process.exit):
+      // its calls in flight fail and its successor starts at once, as after a timeout, so the next call
+      // finds it loading or loaded. Otherwise the next call starts one. Before loading, the registry
+      // logs the skip.
+      const ended = (reason: string): void => {
+        settle();
+        // Only while calls were in flight: a module whose own timer keeps throwing must not respawn forever.
+        const busy = [...this.pending.values()].some((p) => p.worker === worker);
+        if (loaded && busy && this.worker === worker) this.replace(worker, reason);
+        else fail(reason);
+      };
       worker.on('error', (err) => {
-        settle();
-        // Before loading, the registry logs the skip; after, this is a tool's uncaught exception:
-        // its calls in flight fail, and the next call starts a new worker.
         if (loaded) this.logger.warn({ file: this.file, err }, `Tool worker failed: ${errorMessage(err)}`);
-        fail(`its worker failed: ${errorMessage(err)}`);
+        ended(`its worker failed: ${errorMessage(err)}`);
       });
-      worker.on('exit', (code) => {
-        settle();
-        fail(`its worker exited with code ${code}`);
-      });
+      worker.on('exit', (code) => ended(`its worker exited with code ${code}`));
     });
   }
 
