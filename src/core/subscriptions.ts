@@ -189,10 +189,12 @@ export class SubscriptionRunner {
         { conversationId: d.conversationId, action: { tool: d.tool, name: d.type }, args: {} },
         shared,
       );
-      const running = Promise.resolve().then(() => sub.handler(eventOf(d), ctx));
+      const stop = new AbortController();
+      const running = Promise.resolve().then(() => sub.handler(eventOf(d), ctx, stop.signal));
       running.catch(() => undefined);
       const output = await withTimeout(running, this.opts.toolTimeoutMs);
       if (output === TIMED_OUT) {
+        stop.abort();
         await unit.abandon();
         return {
           code: 'tool_error',

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { isValidId } from './resource-names';
-import type { Level, ResourceEventType, ResourceSubscription } from './tool-interface';
+import type { Level, ResourceEvent, ResourceEventType, ResourceSubscription, ToolContext } from './tool-interface';
 
 export const RESOURCE_EVENT_TYPES: readonly ResourceEventType[] = [
   'resource.created',
@@ -21,8 +21,15 @@ export interface LoadedSubscription {
   /** Globs over resource names; undefined: every name. */
   names?: readonly string[];
   level: Level;
-  handler: ResourceSubscription['handler'];
+  /** `stop` aborts when the runner gives up on it (the timeout): an isolated tool's worker is then stopped. */
+  handler: (event: ResourceEvent, ctx: ToolContext, stop?: AbortSignal) => unknown;
 }
+
+/** What a worker reports of its tool's subscriptions (the handler stays in the worker). */
+export type SubscriptionMeta = Omit<LoadedSubscription, 'handler' | 'names'> & { names?: string[] };
+
+/** The action name a worker runs a subscription's handler under: not a valid action name, so never an action's. */
+export const handlerAction = (type: ResourceEventType): string => `on:${type}`;
 
 /** A glob is a resource name in which `*` stands for any run of characters (none too). */
 const ZGlob = z

@@ -7,10 +7,12 @@
  * dry run asks the worker for that check alone, through checkArgs). The
  * action's `prefetch` hint stays in the worker: isolated reads are not prefetched.
  * Its requires/produces come as JSON Schema; their checks run here, rebuilt from it.
+ * Its subscriptions' handlers run in the worker too, each as a call of action `on:TYPE`.
  */
 import { providerName, qualifiedName } from '../naming';
 import { contractsFromJson } from '../tool-dependencies';
 import type { ToolLogger } from '../tool-interface';
+import { type LoadedSubscription, type SubscriptionMeta, handlerAction } from '../tool-subscriptions';
 import { byName, checkName, isRecord, type LoadedAction, type LoadedTool, type ParseArgsResult } from '../tool-module';
 import { ToolHost } from './host';
 import type { ToolMeta } from './protocol';
@@ -23,6 +25,17 @@ export interface IsolatedTool {
 function parseShape(args: unknown): ParseArgsResult {
   const value = args ?? {};
   return isRecord(value) ? { ok: true, value } : { ok: false, path: 'args', message: 'must be an object' };
+}
+
+/** A subscription whose handler runs in the worker, as action `on:TYPE` with the event as args. */
+function handlerOf(tool: string, s: SubscriptionMeta, host: ToolHost): LoadedSubscription {
+  const action = handlerAction(s.type);
+  const sub: LoadedSubscription = {
+    ...s,
+    handler: (event, ctx, stop) =>
+      host.call(`${tool}/${action}`, action, event as unknown as Record<string, unknown>, ctx, stop),
+  };
+  return Object.freeze(sub);
 }
 
 function toLoadedTool(meta: ToolMeta, host: ToolHost): LoadedTool {
@@ -53,6 +66,9 @@ function toLoadedTool(meta: ToolMeta, host: ToolHost): LoadedTool {
     description,
     source: host.file,
     actions: Object.freeze(actions.sort(byName)),
+    ...(meta.subscriptions?.length
+      ? { subscriptions: Object.freeze(meta.subscriptions.map((s) => handlerOf(meta.name, s, host))) }
+      : {}),
   });
 }
 

@@ -9,6 +9,7 @@
  *        each `ctx` answered by a `ctx-reply`; finally worker → host `done`.
  */
 import type { LoadedProduct, LoadedRequirement } from '../tool-dependencies';
+import type { SubscriptionMeta } from '../tool-subscriptions';
 import type { Level, ToolErrorCode } from '../tool-interface';
 
 /** What the host needs to publish a tool without loading its code. */
@@ -27,6 +28,8 @@ export interface ToolMeta {
     requires?: Omit<LoadedRequirement, 'problem'>[];
     produces?: Omit<LoadedProduct, 'problem'>[];
   }[];
+  /** Its handlers of resource events (run in the worker as action `on:TYPE`, the event as args). */
+  subscriptions?: SubscriptionMeta[];
 }
 
 /** An error as it crosses the boundary: a ToolError keeps its code, anything else only its text. */

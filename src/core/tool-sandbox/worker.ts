@@ -9,7 +9,14 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { findCause } from '../errors';
 import { SkipModule, errorMessage, loadToolModule, type LoadedTool } from '../tool-module';
 import { contractsToJson } from '../tool-dependencies';
-import { ToolError, type SharedContext, type ToolLogger } from '../tool-interface';
+import {
+  ToolError,
+  type ResourceEvent,
+  type SharedContext,
+  type ToolContext,
+  type ToolLogger,
+} from '../tool-interface';
+import { handlerAction } from '../tool-subscriptions';
 import {
   CTX_METHODS,
   LOG_LEVELS,
@@ -103,7 +110,38 @@ function loggerFor(id: number): ToolLogger {
 
 let tool: LoadedTool | undefined;
 
+function contextOf(req: RunRequest, args: Record<string, unknown>): ToolContext {
+  return {
+    conversationId: req.conversationId,
+    toolName: req.toolName,
+    action: req.action,
+    args,
+    sharedContext: sharedContextFor(req.id),
+    logger: loggerFor(req.id),
+    exportDir: req.exportDir,
+  };
+}
+
+/** Runs a handler and sends its outcome as the call's `done`. */
+async function finish(req: RunRequest, handler: () => unknown): Promise<void> {
+  let output: unknown;
+  try {
+    output = await handler();
+  } catch (err) {
+    send({ type: 'done', id: req.id, ok: false, error: toWire(err) });
+    return;
+  }
+  try {
+    send({ type: 'done', id: req.id, ok: true, output });
+  } catch (err) {
+    send({ type: 'done', id: req.id, ok: false, error: { message: `output cannot be sent: ${errorMessage(err)}` } });
+  }
+}
+
 async function run(req: RunRequest): Promise<void> {
+  // A subscription's handler (`on:TYPE`, never an action's name): the event is its args.
+  const sub = tool?.subscriptions?.find((s) => handlerAction(s.type) === req.action);
+  if (sub) return finish(req, () => sub.handler(req.args as unknown as ResourceEvent, contextOf(req, {})));
   const action = tool?.actions.find((a) => a.name === req.action);
   if (!action) {
     send({ type: 'done', id: req.id, ok: false, error: { message: `no action ${req.action} in this worker` } });
@@ -118,26 +156,7 @@ async function run(req: RunRequest): Promise<void> {
     send({ type: 'done', id: req.id, ok: true, output: parsed.value });
     return;
   }
-  let output: unknown;
-  try {
-    output = await action.run(parsed.value, {
-      conversationId: req.conversationId,
-      toolName: req.toolName,
-      action: req.action,
-      args: parsed.value,
-      sharedContext: sharedContextFor(req.id),
-      logger: loggerFor(req.id),
-      exportDir: req.exportDir,
-    });
-  } catch (err) {
-    send({ type: 'done', id: req.id, ok: false, error: toWire(err) });
-    return;
-  }
-  try {
-    send({ type: 'done', id: req.id, ok: true, output });
-  } catch (err) {
-    send({ type: 'done', id: req.id, ok: false, error: { message: `output cannot be sent: ${errorMessage(err)}` } });
-  }
+  return finish(req, () => action.run(parsed.value, contextOf(req, parsed.value)));
 }
 
 port.on('message', (message: HostMessage) => {
@@ -163,7 +182,13 @@ async function load(file: string): Promise<void> {
     ...(a.outputSchema ? { outputSchema: a.outputSchema } : {}),
     ...contractsToJson(a),
   }));
-  send({ type: 'loaded', tool: { name: tool.name, version: tool.version, description: tool.description, actions } });
+  const subscriptions = tool.subscriptions?.map(({ type, names, level }) => ({
+    type,
+    level,
+    ...(names ? { names: [...names] } : {}),
+  }));
+  const { name, version, description } = tool;
+  send({ type: 'loaded', tool: { name, version, description, actions, ...(subscriptions ? { subscriptions } : {}) } });
 }
 
 void load((workerData as WorkerInit).file);
