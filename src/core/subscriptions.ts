@@ -17,6 +17,7 @@
  * depth in the handler's transaction); an event deeper than MAX_DEPTH is
  * not handled: its deliveries are recorded as cut.
  */
+import { OutboxRounds } from './outbox-rounds';
 import { toolContextOf } from './action-execution';
 import { isUnavailable } from './errors';
 import type { AuditService } from './audit';
@@ -66,14 +67,20 @@ const PRUNE_EVERY_MS = 60 * MINUTE;
 
 export class SubscriptionRunner {
   private unlisten: (() => void) | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private lastPrune = 0;
   private closed = true;
   private readonly inFlight = new Set<Promise<void>>();
+  private readonly rounds: OutboxRounds;
 
-  constructor(private readonly opts: SubscriptionRunnerOptions) {}
+  constructor(private readonly opts: SubscriptionRunnerOptions) {
+    this.rounds = new OutboxRounds({
+      round: () => this.round(),
+      prune: () => opts.store.prune(KEEP_MS),
+      pruneEveryMs: PRUNE_EVERY_MS,
+      everyMs: opts.sweepMs ?? SECOND,
+      logger: opts.logger,
+      what: 'subscriptions',
+    });
+  }
 
   /** Starts listening to the feed and sweeping; then works off what is waiting (a restart resumes here). */
   async start(): Promise<void> {
@@ -81,51 +88,24 @@ export class SubscriptionRunner {
     this.unlisten = await this.opts.feed.listen((e) => {
       if (e.type.startsWith('resource.')) this.wake();
     });
-    this.tick();
-    this.wake();
+    this.rounds.start();
   }
 
   /** Stops taking work and waits for the handlers running (their leases would otherwise lapse into a retry). */
   async close(): Promise<void> {
     this.closed = true;
-    clearTimeout(this.timer);
     this.unlisten?.();
     this.unlisten = undefined;
-    await this.running;
+    await this.rounds.stop();
     await Promise.allSettled([...this.inFlight]);
   }
 
   /** Something may be waiting: runs a round now (or right after the current one). */
   wake(): void {
-    if (this.closed) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.round()
-      .catch((err: unknown) => this.opts.logger.warn({ err }, 'subscriptions: a round failed'))
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
-  }
-
-  private tick(): void {
-    this.timer = setTimeout(() => {
-      this.wake();
-      if (!this.closed) this.tick();
-    }, this.opts.sweepMs ?? SECOND);
-    this.timer.unref();
+    this.rounds.wake();
   }
 
   private async round(): Promise<void> {
-    if (Date.now() - this.lastPrune >= PRUNE_EVERY_MS) {
-      this.lastPrune = Date.now();
-      await this.opts.store.prune(KEEP_MS);
-    }
     const tools = this.opts.tools();
     // Before the tools load, no event can be matched to its handlers: the cursor stays where it is.
     if (tools === undefined) return;

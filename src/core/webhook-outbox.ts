@@ -15,6 +15,7 @@
  * It wakes on every event this replica's feed reads (first attempt within
  * 1 s), and on a timer for retries coming due.
  */
+import { OutboxRounds } from './outbox-rounds';
 import { canSeeEvent, replayFilter } from './event-access';
 import type { EventFeed } from './events';
 import type { LoggedEvent } from './ports/events';
@@ -58,68 +59,47 @@ const PAGE = 500;
 
 export class WebhookOutbox {
   private unlisten: (() => void) | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
-  private again = false;
-  private lastPrune = 0;
   private closed = false;
   private readonly inFlight = new Set<Promise<void>>();
+  private readonly rounds: OutboxRounds;
   /** Aborts the sends in flight at close: their leases lapse and another attempt is made later. */
   private stopping = new AbortController();
 
-  constructor(private readonly opts: WebhookOutboxOptions) {}
+  constructor(private readonly opts: WebhookOutboxOptions) {
+    this.rounds = new OutboxRounds({
+      round: () => this.round(),
+      prune: () => opts.store.prune(KEEP_MS),
+      pruneEveryMs: PRUNE_EVERY_MS,
+      everyMs: opts.sweepMs ?? SECOND,
+      logger: opts.logger,
+      what: 'webhooks',
+    });
+  }
 
   /** Starts listening to the feed and sweeping; then works off what is waiting (a restart resumes here). */
   async start(): Promise<void> {
     this.closed = false;
     this.stopping = new AbortController();
     this.unlisten = await this.opts.feed.listen(() => this.wake());
-    this.tick();
-    this.wake();
+    this.rounds.start();
   }
 
   async close(): Promise<void> {
     this.closed = true;
     this.stopping.abort();
-    clearTimeout(this.timer);
     this.unlisten?.();
     this.unlisten = undefined;
-    await this.running;
+    await this.rounds.stop();
     await Promise.allSettled([...this.inFlight]);
     await this.opts.close?.().catch(() => undefined);
   }
 
   /** Something may be waiting: runs a round now (or right after the current one). */
   wake(): void {
-    if (this.closed) return;
-    if (this.running) {
-      this.again = true;
-      return;
-    }
-    this.running = this.round()
-      .catch((err: unknown) => this.opts.logger.warn({ err }, 'webhooks: a dispatch round failed'))
-      .finally(() => {
-        this.running = undefined;
-        if (this.again) {
-          this.again = false;
-          this.wake();
-        }
-      });
-  }
-
-  private tick(): void {
-    this.timer = setTimeout(() => {
-      this.wake();
-      if (!this.closed) this.tick();
-    }, this.opts.sweepMs ?? SECOND);
-    this.timer.unref();
+    this.rounds.wake();
   }
 
   private async round(): Promise<void> {
-    if (Date.now() - this.lastPrune >= PRUNE_EVERY_MS) {
-      this.lastPrune = Date.now();
-      await this.opts.store.prune(KEEP_MS);
-    }
     while (
       !this.closed &&
       (await this.opts.store.fanOut((hook, events) => events.filter((e) => wants(hook, e)), PAGE)) > 0
