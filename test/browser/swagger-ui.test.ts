@@ -8,30 +8,15 @@
  * overrides). Without it the suite is skipped with a message, unless
  * CI_REQUIRE_BROWSER is set: then it fails.
  */
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type BrowserContext, type Page, type Request, type Response, chromium } from 'playwright-core';
 import { TEST_ADMIN_TOKEN } from '../support/auth';
+import { CHROMIUM_ARGS, CHROMIUM_PATH, browserRequired, chromiumPresent } from '../support/browser';
 import { type TestApp, createTestApp } from '../support/test-app';
-
-const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const chromiumPresent = existsSync(CHROMIUM_PATH);
-const browserRequired = (process.env.CI_REQUIRE_BROWSER ?? '') !== '';
-
-/** As this machine kind documents: no sandbox as root, and no background traffic to a closed network. */
-const CHROMIUM_ARGS = [
-  '--headless',
-  '--no-sandbox',
-  '--disable-gpu',
-  '--disable-quic',
-  '--no-first-run',
-  '--disable-background-networking',
-  '--disable-component-update',
-  '--disable-sync',
-];
 
 /** What one page asked for and got, to assert on after the clicks. */
 interface Traffic {
