@@ -6,7 +6,7 @@
  */
 import { AppError, reservedIdError, TransactionAbortedError, UnavailableError } from '../core/errors';
 import type { Transaction } from '../core/ports';
-import { Pool, Query } from 'pg';
+import { Pool, type PoolClient, Query } from 'pg';
 import { driverErrorChain, isDatabaseUnavailable } from './database';
 
 /** A pool or a client inside a transaction. */
@@ -101,4 +101,25 @@ export function prepared<R extends object>(
     );
   }
   return db.query<R>({ name, text, values }).then(undefined, rethrowTranslated);
+}
+
+/**
+ * `work` in a transaction of its own on a client of `pool`: committed when it
+ * resolves, rolled back when it throws (the outboxes' fan-out and claims). A
+ * client whose ROLLBACK fails is released as broken, so the pool drops it.
+ */
+export async function inTransaction<T>(pool: Pool, work: (client: PoolClient) => Promise<T>): Promise<T> {
+  const client = await translated(pool.connect());
+  let broken: Error | undefined;
+  try {
+    await client.query('BEGIN');
+    const result = await work(client);
+    await client.query('COMMIT');
+    return result;
+  } catch (err) {
+    await client.query('ROLLBACK').catch((e: Error) => (broken = e));
+    throw err;
+  } finally {
+    client.release(broken);
+  }
 }

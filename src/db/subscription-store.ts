@@ -7,7 +7,7 @@
  * FOR UPDATE SKIP LOCKED, and leased through next_attempt_at; its handler's
  * transaction marks it done only while that attempt still holds it.
  */
-import type { Pool, PoolClient } from 'pg';
+import type { Pool } from 'pg';
 import type { LoggedEvent, Transaction } from '../core/ports';
 import type {
   ClaimedSubscription,
@@ -16,7 +16,7 @@ import type {
   SubscriptionTarget,
 } from '../core/ports/subscriptions';
 import { EVENT_COLUMNS, type EventRow, toEvent } from './event-log';
-import { clientOf, translated } from './sql';
+import { clientOf, inTransaction, translated } from './sql';
 
 /**
  * A tool's effective level in a conversation, as negotiate decides it
@@ -77,7 +77,7 @@ export class SqlSubscriptionStore implements SubscriptionStore {
   constructor(private readonly pool: Pool) {}
 
   async fanOut(targets: (e: LoggedEvent) => SubscriptionTarget[], pageSize: number, maxDepth: number): Promise<number> {
-    return this.inTransaction(async (client) => {
+    return inTransaction(this.pool, async (client) => {
       // Another replica fanning out holds the row: it moves the cursor.
       const { rows: cursors } = await client.query<{ cursor: string }>(
         'SELECT cursor FROM subscription_cursor WHERE id = 1 FOR UPDATE SKIP LOCKED',
@@ -210,20 +210,5 @@ export class SqlSubscriptionStore implements SubscriptionStore {
       ),
     );
     return rowCount ?? 0;
-  }
-
-  private async inTransaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await translated(this.pool.connect());
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
   }
 }

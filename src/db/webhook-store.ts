@@ -17,7 +17,7 @@ import type {
 } from '../core/ports/webhooks';
 import { eventData, hookFilter } from '../core/webhook-outbox';
 import { EVENT_COLUMNS, type EventRow, toEvent } from './event-log';
-import { translated } from './sql';
+import { inTransaction, translated } from './sql';
 
 interface WebhookRow {
   id: string;
@@ -122,7 +122,7 @@ export class SqlWebhookStore implements WebhookStore {
   }
 
   async fanOut(pick: (hook: StoredWebhook, events: LoggedEvent[]) => LoggedEvent[], pageSize: number): Promise<number> {
-    return this.inTransaction(async (client) => {
+    return inTransaction(this.pool, async (client) => {
       // Hooks another replica is fanning out are skipped: it moves their cursors.
       const { rows: hooks } = await client.query<WebhookRow>(
         `SELECT ${HOOK_COLUMNS} FROM webhooks w
@@ -255,20 +255,5 @@ export class SqlWebhookStore implements WebhookStore {
         ],
       ),
     );
-  }
-
-  private async inTransaction<T>(work: (client: PoolClient) => Promise<T>): Promise<T> {
-    const client = await translated(this.pool.connect());
-    try {
-      await client.query('BEGIN');
-      const result = await work(client);
-      await client.query('COMMIT');
-      return result;
-    } catch (err) {
-      await client.query('ROLLBACK').catch(() => undefined);
-      throw err;
-    } finally {
-      client.release();
-    }
   }
 }
