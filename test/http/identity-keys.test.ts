@@ -320,7 +320,7 @@ describe('401', () => {
     ['an empty bearer', 'Bearer '],
     ['the admin token in the wrong case', `Bearer ${TEST_ADMIN_TOKEN.toUpperCase()}`],
   ])('%s → 401 unauthorized with WWW-Authenticate: Bearer', async (_what, header) => {
-    for (const path of ['/me', '/tools', '/conversations', '/keys']) {
+    for (const path of ['/me', '/tools', '/tools/graph', '/conversations', '/keys']) {
       const req = anonymous(app).get(path);
       const res = await (header === undefined ? req : req.set('Authorization', header));
       expectUnauthorized(res);
